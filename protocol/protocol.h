@@ -1,0 +1,160 @@
+/* clothd protocol — the wire contract v1, implemented once.
+ *
+ * Requests: one JSON object per line. cd_request_parse() turns a line into a
+ * typed cd_request, validating everything that can be checked without the
+ * world (types, ranges, finiteness, configured limits). Checks that need the
+ * world (does the instance exist, is a particle index in range) belong to
+ * the server, which reports them with the same codes.
+ *
+ * Replies: one JSON object per line, built with cJSON; cd_reply_* helpers
+ * keep the envelope ({"id":…,"ok":…}) in one place.
+ *
+ * Frames: a 40-byte little-endian header followed by f32 positions;
+ * cd_frame_* encode and decode it (see PROTOCOL.md for the layout).
+ */
+#ifndef CLOTHD_PROTOCOL_H
+#define CLOTHD_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "../solver/solver.h"
+
+#define CD_PROTOCOL_VERSION 1
+
+typedef enum cd_command {
+    CD_CMD_CREATE = 0,
+    CD_CMD_DESTROY,
+    CD_CMD_PIN,
+    CD_CMD_UNPIN,
+    CD_CMD_WIND,
+    CD_CMD_GRAVITY,
+    CD_CMD_ADD_COLLIDER,
+    CD_CMD_MOVE_COLLIDER,
+    CD_CMD_REMOVE_COLLIDER,
+    CD_CMD_ENABLE,
+    CD_CMD_STEP,
+    CD_CMD_GET,
+    CD_CMD_SUBSCRIBE,
+    CD_CMD_UNSUBSCRIBE,
+    CD_CMD_STATUS,
+    CD_CMD_COUNT
+} cd_command;
+
+/* Wire name of a command ("create", "addCollider", ...). */
+const char *cd_command_name(cd_command cmd);
+
+/* Limits the parser enforces (the server passes its configuration). */
+typedef struct cd_limits {
+    uint32_t max_particles; /* per instance; create beyond it: limit_exceeded */
+    uint32_t max_list;      /* entries in any list field (particles, instances) */
+} cd_limits;
+
+cd_limits cd_default_limits(void);
+
+/* An error with a message that names the offending field. */
+typedef struct cd_error {
+    cd_status code;
+    char message[240];
+} cd_error;
+
+/* Formats into err (printf-style); returns code for `return cd_fail(...)`. */
+cd_status cd_fail(cd_error *err, cd_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A list of ids ("instances"). `all` when the field was absent and the
+ * command means "every instance" (step, subscribe, unsubscribe). */
+typedef struct cd_id_list {
+    bool all;
+    uint32_t count;
+    cd_id *ids; /* owned */
+} cd_id_list;
+
+typedef struct cd_request {
+    cd_command cmd;
+    cJSON *id;          /* owned copy of the request's "id", or NULL */
+    bool has_instance;  /* "instance" was given */
+    cd_id instance;
+    union {
+        struct { cd_cloth_def def; } create;
+        /* pin and unpin; positions is NULL when none were given (pin in place) */
+        struct {
+            uint32_t count;
+            uint32_t *particles; /* owned */
+            cd_vec3 *positions;  /* owned, count entries, or NULL */
+        } pin;
+        struct { cd_vec3 wind; } wind;             /* !has_instance: global */
+        struct { cd_vec3 gravity; } gravity;
+        struct { cd_collider_def def; } add_collider;
+        struct {
+            cd_id collider;
+            bool has_position, has_normal;
+            cd_vec3 position, normal;
+        } move_collider;
+        struct { cd_id collider; } remove_collider;
+        struct { bool enabled; } enable;
+        struct { float dt; cd_id_list instances; } step;
+        struct { cd_id_list instances; } subscribe; /* and unsubscribe */
+    } as;
+} cd_request;
+
+/* Parses one line (without its '\n'). Returns CD_OK and fills `out`, or an
+ * error code with `err` filled. Either way out->id holds the request id when
+ * one could be read, and the caller must call cd_request_free(out). */
+cd_status cd_request_parse(const char *line, size_t len, const cd_limits *limits,
+                           cd_request *out, cd_error *err);
+void cd_request_free(cd_request *req); /* NULL is fine */
+
+/* ---- replies ------------------------------------------------------------- */
+
+/* {"id":<id>,"ok":true}; id may be NULL (then no "id" member). The caller
+ * adds members and hands it to cd_reply_print. */
+cJSON *cd_reply_ok(const cJSON *id);
+/* {"id":…,"ok":false,"error":{"code":…,"message":…}} printed as a line. */
+char *cd_reply_error_line(const cJSON *id, const cd_error *err, size_t *out_len);
+/* Prints compactly with a trailing '\n', deletes `reply`. Free the result
+ * with free(). NULL on allocation failure. */
+char *cd_reply_print(cJSON *reply, size_t *out_len);
+
+/* A JSON array of 3*count floats, printed with 9 significant digits (exact
+ * for f32), added to `obj` under `name`. Returns false on OOM. */
+bool cd_reply_add_floats(cJSON *obj, const char *name, const float *values, size_t count);
+
+/* The seed's console block:
+ *   === Cloth Simulation ===
+ *   Instances: 3
+ *     Cloth 1: 100 particles, 490 constraints, 2 colliders
+ *     Cloth 3: 25 particles, 110 constraints, 0 colliders [DISABLED]
+ * Free the result with free(). */
+char *cd_status_text(const cd_instance_info *infos, uint32_t count);
+
+/* ---- frames -------------------------------------------------------------- */
+
+#define CD_FRAME_HEADER_SIZE 40u
+#define CD_FRAME_MAGIC0 0x89u
+#define CD_FRAME_VERSION 1u
+
+typedef struct cd_frame_header {
+    uint16_t version;
+    uint16_t flags;
+    uint32_t length;   /* total bytes, header included */
+    uint32_t instance;
+    uint64_t frame;
+    double time;
+    uint32_t count;    /* particles */
+} cd_frame_header;
+
+/* Bytes of a frame for `count` particles (header + 12 * count). */
+size_t cd_frame_size(uint32_t count);
+/* Writes cd_frame_size(count) bytes to `out`. */
+void cd_frame_encode(uint8_t *out, cd_id instance, uint64_t frame, double time,
+                     const float *positions, uint32_t count);
+/* Checks magic, version and length against `len`; CD_E_INVALID_ARGUMENT
+ * with a message otherwise. Positions start at CD_FRAME_HEADER_SIZE. */
+cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_header *out,
+                                 cd_error *err);
+
+#endif

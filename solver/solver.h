@@ -1,0 +1,175 @@
+/* clothd solver — the public contract.
+ *
+ * A position-based cloth solver with no I/O, no threads and no global state.
+ * A cd_world owns instances (cloth today, soft bodies later); each instance is
+ * an island: it shares nothing mutable with any other, so the host may step
+ * different instances on different threads at the same time. Stepping one
+ * instance is a pure function of its state and the arguments of the step,
+ * which makes results bit-identical whatever the number of threads.
+ *
+ * Ids are generation-checked handles: (generation << 16) | slot, slot >= 1.
+ * A destroyed instance's id is never valid again until its slot's 16-bit
+ * generation wraps, and slots are reused oldest-freed first.
+ *
+ * Ownership: cd_world_create's result is freed with cd_world_destroy.
+ * Pointers to an instance stay valid until that instance is destroyed,
+ * whatever else is created or destroyed meanwhile.
+ *
+ * Threading: functions taking a cd_world* must be called from one thread.
+ * cd_instance_step() may run on any thread, concurrently with any call that
+ * does not touch that same instance (including cd_world_create_cloth).
+ */
+#ifndef CLOTHD_SOLVER_H
+#define CLOTHD_SOLVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+#define CD_VERSION_STRING "0.1.0"
+
+typedef uint32_t cd_id; /* 0 is the null id */
+
+typedef struct cd_vec3 {
+    float x, y, z;
+} cd_vec3;
+
+typedef enum cd_instance_type {
+    CD_INSTANCE_CLOTH = 0,
+} cd_instance_type;
+
+/* The seed's ClothDescriptor plus the layout axes and gravity. */
+typedef struct cd_cloth_def {
+    int32_t width;             /* particles along `right`, >= 2 */
+    int32_t height;            /* particles along `down`, >= 2 */
+    float spacing;             /* rest distance of neighbours, metres, > 0 */
+    float mass;                /* total mass, kg, spread evenly, > 0 */
+    float stiffness;           /* structural, 0..1; shear uses 0.8x this */
+    float bend_stiffness;      /* skip-one bending, 0..1 */
+    float damping;             /* fraction of velocity removed per step, 0..1 */
+    cd_vec3 origin;            /* position of particle 0 */
+    cd_vec3 right;             /* grid x axis, normalised on creation */
+    cd_vec3 down;              /* grid y axis, normalised on creation */
+    cd_vec3 gravity;           /* m/s^2 */
+    int32_t solver_iterations; /* Gauss-Seidel passes per step, >= 1 */
+} cd_cloth_def;
+
+/* The seed's defaults: 10x10, spacing 0.1, mass 1, stiffness 0.9, bend 0.5,
+ * damping 0.01, 4 iterations, right (1,0,0), down (0,-1,0), g (0,-9.81,0). */
+cd_cloth_def cd_default_cloth_def(void);
+
+typedef enum cd_collider_type {
+    CD_COLLIDER_SPHERE = 0,
+    CD_COLLIDER_CAPSULE = 1,
+    CD_COLLIDER_PLANE = 2,
+} cd_collider_type;
+
+typedef struct cd_collider_def {
+    cd_collider_type type;
+    cd_vec3 position; /* centre (sphere, capsule) or a point on the plane */
+    cd_vec3 normal;   /* plane normal or capsule axis; normalised on use */
+    float radius;     /* sphere and capsule, >= 0 */
+    float height;     /* capsule: total length including both caps */
+} cd_collider_def;
+
+cd_collider_def cd_default_collider_def(cd_collider_type type);
+
+typedef struct cd_world_def {
+    uint32_t max_instances; /* live instances at most, 1..65535 */
+    uint32_t max_particles; /* particles per instance at most */
+} cd_world_def;
+
+cd_world_def cd_default_world_def(void);
+
+typedef struct cd_world cd_world;
+typedef struct cd_instance cd_instance;
+
+/* Summary of an instance, for status and replies. */
+typedef struct cd_instance_info {
+    cd_id id;
+    cd_instance_type type;
+    int32_t width, height;
+    uint32_t particles;
+    uint32_t constraints;
+    uint32_t colliders;
+    bool enabled;
+    bool unstable; /* the instability guard stopped it; cleared by enable */
+    uint64_t frame; /* steps taken */
+    double time;    /* simulated seconds */
+} cd_instance_info;
+
+typedef struct cd_step_result {
+    bool unstable; /* the guard caught this step: state restored, disabled */
+} cd_step_result;
+
+/* ---- world ------------------------------------------------------------ */
+
+/* Returns NULL on allocation failure or a def out of range. */
+cd_world *cd_world_create(const cd_world_def *def);
+void cd_world_destroy(cd_world *world); /* NULL is fine */
+
+/* CD_E_INVALID_ARGUMENT for a def out of range, CD_E_LIMIT_EXCEEDED for
+ * too many instances or particles, CD_E_INTERNAL for out of memory. */
+cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id);
+cd_status cd_world_destroy_instance(cd_world *world, cd_id id);
+
+/* NULL for a null, stale or never-issued id. */
+cd_instance *cd_world_get(const cd_world *world, cd_id id);
+uint32_t cd_world_count(const cd_world *world);
+/* Writes up to `cap` live ids in slot order; returns how many are live. */
+uint32_t cd_world_list(const cd_world *world, cd_id *ids, uint32_t cap);
+
+/* The server-wide wind, added to every instance's own wind. */
+void cd_world_set_global_wind(cd_world *world, cd_vec3 wind);
+cd_vec3 cd_world_global_wind(const cd_world *world);
+
+/* ---- instance ---------------------------------------------------------- */
+
+cd_id cd_instance_id(const cd_instance *inst);
+void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out);
+uint32_t cd_instance_particle_count(const cd_instance *inst);
+/* 3 floats per particle, particle-index order; valid until the next call
+ * that changes the instance. Always finite. */
+const float *cd_instance_positions(const cd_instance *inst);
+/* Velocity of one particle as of the last step ((pos - prev) / dt). */
+cd_vec3 cd_instance_velocity(const cd_instance *inst, uint32_t particle);
+bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle);
+
+/* Pins at `position`, or where the particle is when `position` is NULL.
+ * Pinning a pinned particle moves its pin (a cape following a character).
+ * CD_E_INVALID_ARGUMENT: index out of range or non-finite position. */
+cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *position);
+/* Restores the particle's own inverse mass. */
+cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle);
+
+cd_status cd_instance_set_wind(cd_instance *inst, cd_vec3 wind);
+cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity);
+void cd_instance_set_enabled(cd_instance *inst, bool enabled);
+bool cd_instance_enabled(const cd_instance *inst);
+
+/* Colliders are per instance, with generation-checked ids. */
+cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def, cd_id *out_id);
+/* position and/or normal may be NULL to keep the current value. */
+cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_vec3 *position,
+                                    const cd_vec3 *normal);
+cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider);
+
+/* Advances the instance by dt seconds (0 < dt <= 1), adding global_wind to
+ * its own wind. Allocation-free. A disabled instance is left untouched and
+ * the result is all false. The caller must not step one instance on two
+ * threads at once. */
+cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind);
+
+/* Bytes the instance owns (particles, constraints, colliders, the struct). */
+size_t cd_instance_memory(const cd_instance *inst);
+
+/* Largest relative deviation |d - rest| / rest over the structural
+ * constraints; a measure of stretch for tests, benches and status. */
+float cd_instance_max_structural_strain(const cd_instance *inst);
+
+/* True when every component is finite. */
+bool cd_vec3_is_valid(cd_vec3 v);
+
+#endif
