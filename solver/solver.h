@@ -32,6 +32,10 @@
 
 typedef uint32_t cd_id; /* 0 is the null id */
 
+/* The slot part of an id: 1..max_instances for a live instance. Hosts may
+ * use it to index their own per-instance tables. */
+static inline uint32_t cd_id_index(cd_id id) { return id & 0xFFFFu; }
+
 typedef struct cd_vec3 {
     float x, y, z;
 } cd_vec3;

@@ -1,0 +1,396 @@
+/* One client connection: line framing of requests, replies in request order,
+ * and frame delivery that never queues more than a budget per client.
+ *
+ * Frame delivery: while the client's frames in flight stay within
+ * opts.frame_budget bytes, a frame is written at once. Beyond it, each
+ * instance keeps only its newest frame in a slot, and slots are flushed in
+ * order as writes complete: a slow viewer skips frames, never grows a queue
+ * and never slows the stepping. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CD_READ_CHUNK 65536u
+
+typedef struct cd_write {
+    uv_write_t req;
+    cd_conn *conn;
+    cd_frame_buf *frame; /* NULL for a reply line */
+    char *line;          /* owned reply line */
+    size_t len;
+} cd_write;
+
+static void on_close(uv_handle_t *handle);
+static void start_reading(cd_conn *conn);
+
+/* ---- output ---------------------------------------------------------- */
+
+static void flush_slots(cd_conn *conn);
+
+static void on_write_done(uv_write_t *req, int status)
+{
+    cd_write *w = (cd_write *)req;
+    cd_conn *conn = w->conn;
+    if (w->frame != NULL) {
+        conn->frame_bytes -= w->len;
+        cd_frame_buf_unref(w->frame);
+    } else {
+        conn->reply_bytes -= w->len;
+        free(w->line);
+    }
+    free(w);
+    if (status < 0) {
+        cd_conn_close(conn);
+        return;
+    }
+    if (!conn->closing)
+        flush_slots(conn);
+}
+
+static bool queue_write(cd_conn *conn, cd_write *w, const void *data)
+{
+    uv_buf_t buf = uv_buf_init((char *)data, (unsigned)w->len);
+    w->conn = conn;
+    return uv_write(&w->req, (uv_stream_t *)&conn->tcp, &buf, 1, on_write_done) == 0;
+}
+
+void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
+{
+    if (line == NULL) {
+        cd_conn_close(conn); /* out of memory building the reply */
+        return;
+    }
+    /* A client that never reads its replies is closed, not buffered for. */
+    if (conn->closing || conn->reply_bytes + len > conn->server->opts.max_output) {
+        free(line);
+        cd_conn_close(conn);
+        return;
+    }
+    cd_write *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        free(line);
+        cd_conn_close(conn);
+        return;
+    }
+    w->line = line;
+    w->len = len;
+    conn->reply_bytes += len;
+    if (!queue_write(conn, w, line)) {
+        conn->reply_bytes -= len;
+        free(line);
+        free(w);
+        cd_conn_close(conn);
+    }
+}
+
+void cd_conn_send_reply(cd_conn *conn, cJSON *reply)
+{
+    size_t len = 0;
+    char *line = cd_reply_print(reply, &len);
+    cd_conn_send_line(conn, line, len);
+}
+
+void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err)
+{
+    size_t len = 0;
+    char *line = cd_reply_error_line(id, err, &len);
+    cd_conn_send_line(conn, line, len);
+}
+
+static bool write_frame(cd_conn *conn, cd_frame_buf *frame)
+{
+    cd_write *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return false;
+    cd_frame_buf_ref(frame);
+    w->frame = frame;
+    w->len = frame->len;
+    conn->frame_bytes += frame->len;
+    if (!queue_write(conn, w, frame->data)) {
+        conn->frame_bytes -= frame->len;
+        cd_frame_buf_unref(frame);
+        free(w);
+        cd_conn_close(conn);
+        return false;
+    }
+    return true;
+}
+
+static bool within_budget(const cd_conn *conn, size_t len)
+{
+    return conn->frame_bytes == 0 || conn->frame_bytes + len <= conn->server->opts.frame_budget;
+}
+
+static void flush_slots(cd_conn *conn)
+{
+    uint32_t sent = 0;
+    while (sent < conn->slot_count && !conn->closing &&
+           within_budget(conn, conn->slots[sent].frame->len)) {
+        cd_frame_buf *frame = conn->slots[sent].frame;
+        write_frame(conn, frame);
+        cd_frame_buf_unref(frame);
+        sent++;
+    }
+    if (sent == 0 || conn->closing)
+        return;
+    memmove(conn->slots, conn->slots + sent, (conn->slot_count - sent) * sizeof *conn->slots);
+    conn->slot_count -= sent;
+}
+
+/* Keeps `frame` as the newest pending frame of its instance. */
+static void put_slot(cd_conn *conn, cd_frame_buf *frame)
+{
+    for (uint32_t i = 0; i < conn->slot_count; i++) {
+        if (conn->slots[i].instance == frame->instance) {
+            cd_frame_buf_unref(conn->slots[i].frame);
+            cd_frame_buf_ref(frame);
+            conn->slots[i].frame = frame;
+            return;
+        }
+    }
+    if (conn->slot_count == conn->slot_cap) {
+        uint32_t cap = conn->slot_cap ? conn->slot_cap * 2 : 8;
+        cd_frame_slot *grown = realloc(conn->slots, cap * sizeof *grown);
+        if (grown == NULL)
+            return; /* out of memory: this frame is skipped */
+        conn->slots = grown;
+        conn->slot_cap = cap;
+    }
+    cd_frame_buf_ref(frame);
+    conn->slots[conn->slot_count++] = (cd_frame_slot){.instance = frame->instance, .frame = frame};
+}
+
+void cd_conn_send_frame(cd_conn *conn, cd_frame_buf *frame)
+{
+    if (conn->closing || conn->draining)
+        return;
+    /* Once a frame waits in a slot, later ones go through the slots too, so
+     * that an instance's frames never overtake each other. */
+    if (conn->slot_count == 0 && within_budget(conn, frame->len)) {
+        write_frame(conn, frame);
+        return;
+    }
+    put_slot(conn, frame);
+    flush_slots(conn);
+}
+
+/* ---- input ----------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    cd_conn *conn = handle->data;
+    /* Room for one line at the limit, its newline and one more read. */
+    size_t limit = conn->server->opts.max_line + 1 + CD_READ_CHUNK;
+    if (conn->in_cap - conn->in_len < CD_READ_CHUNK && conn->in_cap < limit) {
+        size_t cap = conn->in_cap ? conn->in_cap * 2 : CD_READ_CHUNK;
+        while (cap - conn->in_len < CD_READ_CHUNK && cap < limit)
+            cap *= 2;
+        if (cap > limit)
+            cap = limit;
+        char *grown = realloc(conn->in, cap);
+        if (grown != NULL) {
+            conn->in = grown;
+            conn->in_cap = cap;
+        }
+    }
+    *buf = uv_buf_init(conn->in + conn->in_len, (unsigned)(conn->in_cap - conn->in_len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    cd_conn *conn = stream->data;
+    if (nread < 0) {
+        cd_conn_close(conn);
+        return;
+    }
+    conn->in_len += (size_t)nread;
+    cd_conn_process(conn);
+}
+
+static void start_reading(cd_conn *conn)
+{
+    if (conn->reading || conn->closing || conn->draining)
+        return;
+    if (uv_read_start((uv_stream_t *)&conn->tcp, on_alloc, on_read) == 0)
+        conn->reading = true;
+    else
+        cd_conn_close(conn);
+}
+
+static void stop_reading(cd_conn *conn)
+{
+    if (!conn->reading)
+        return;
+    uv_read_stop((uv_stream_t *)&conn->tcp);
+    conn->reading = false;
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    cd_conn *conn = req->handle->data;
+    free(req);
+    cd_conn_close(conn);
+}
+
+static void fail_line_too_long(cd_conn *conn)
+{
+    cd_error err;
+    cd_fail(&err, CD_E_LINE_TOO_LONG, "line: longer than the limit of %zu bytes",
+            conn->server->opts.max_line);
+    cd_conn_send_error(conn, NULL, &err);
+    /* Close only once the error reply is written: uv_shutdown waits for
+     * queued writes, and its callback closes. */
+    stop_reading(conn);
+    conn->in_len = 0;
+    conn->draining = true;
+    uv_shutdown_t *req = calloc(1, sizeof *req);
+    if (req == NULL || uv_shutdown(req, (uv_stream_t *)&conn->tcp, on_shutdown) != 0) {
+        free(req);
+        cd_conn_close(conn);
+    }
+}
+
+static bool is_blank(const char *line, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+            return false;
+    return true;
+}
+
+/* Parses and runs one line; returns what dispatch said. */
+static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
+{
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    if (is_blank(line, len))
+        return CD_DISPATCH_DONE;
+    cd_request req;
+    cd_error err;
+    if (cd_request_parse(line, len, &conn->server->limits, &req, &err) != CD_OK) {
+        cd_conn_send_error(conn, req.id, &err);
+        cd_request_free(&req);
+        return CD_DISPATCH_DONE;
+    }
+    cd_dispatch_result r = cd_dispatch(conn, &req);
+    if (r == CD_DISPATCH_DEFER) {
+        conn->deferred = req; /* ownership moves to the connection */
+        conn->has_deferred = true;
+        return r;
+    }
+    cd_request_free(&req);
+    return r;
+}
+
+void cd_conn_process(cd_conn *conn)
+{
+    if (conn->closing || conn->draining)
+        return;
+    if (conn->own_batch != NULL)
+        return;
+    if (conn->has_deferred) {
+        cd_dispatch_result r = cd_dispatch(conn, &conn->deferred);
+        if (r == CD_DISPATCH_DEFER)
+            return;
+        cd_request_free(&conn->deferred);
+        conn->has_deferred = false;
+    }
+
+    const size_t max_line = conn->server->opts.max_line;
+    size_t start = 0;
+    while (!conn->closing && !conn->has_deferred && conn->own_batch == NULL) {
+        char *nl = memchr(conn->in + start, '\n', conn->in_len - start);
+        if (nl == NULL)
+            break;
+        size_t len = (size_t)(nl - (conn->in + start));
+        if (len > max_line) {
+            fail_line_too_long(conn);
+            return;
+        }
+        size_t line_start = start;
+        start += len + 1;
+        run_line(conn, conn->in + line_start, len);
+    }
+    if (conn->closing)
+        return;
+    memmove(conn->in, conn->in + start, conn->in_len - start);
+    conn->in_len -= start;
+    if (conn->in_len > max_line && memchr(conn->in, '\n', conn->in_len) == NULL) {
+        fail_line_too_long(conn);
+        return;
+    }
+    /* Stop reading while a request waits: TCP pushes back on the client. */
+    if (conn->has_deferred || conn->own_batch != NULL)
+        stop_reading(conn);
+    else
+        start_reading(conn);
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+void cd_conn_accept(cd_server *server)
+{
+    cd_conn *conn = calloc(1, sizeof *conn);
+    if (conn == NULL)
+        return;
+    conn->server = server;
+    uv_tcp_init(server->loop, &conn->tcp);
+    conn->tcp.data = conn;
+    conn->next = server->conns;
+    if (server->conns != NULL)
+        server->conns->prev = conn;
+    server->conns = conn;
+    if (uv_accept((uv_stream_t *)&server->listener, (uv_stream_t *)&conn->tcp) != 0) {
+        cd_conn_close(conn);
+        return;
+    }
+    uv_tcp_nodelay(&conn->tcp, 1);
+    start_reading(conn);
+}
+
+void cd_conn_close(cd_conn *conn)
+{
+    if (conn->closing)
+        return;
+    conn->closing = true;
+    stop_reading(conn);
+    cd_stepper_forget_conn(conn);
+    for (uint32_t i = 0; i < conn->slot_count; i++)
+        cd_frame_buf_unref(conn->slots[i].frame);
+    conn->slot_count = 0;
+    uv_close((uv_handle_t *)&conn->tcp, on_close);
+}
+
+static void on_close(uv_handle_t *handle)
+{
+    cd_conn *conn = handle->data;
+    cd_server *server = conn->server;
+    if (conn->prev != NULL)
+        conn->prev->next = conn->next;
+    else
+        server->conns = conn->next;
+    if (conn->next != NULL)
+        conn->next->prev = conn->prev;
+    if (conn->has_deferred)
+        cd_request_free(&conn->deferred);
+    free(conn->in);
+    free(conn->slots);
+    free(conn->subs);
+    free(conn);
+}
+
+bool cd_conn_is_subscribed(const cd_conn *conn, cd_id instance)
+{
+    if (conn->closing)
+        return false;
+    if (conn->sub_all)
+        return true;
+    for (uint32_t i = 0; i < conn->sub_count; i++)
+        if (conn->subs[i] == instance)
+            return true;
+    return false;
+}

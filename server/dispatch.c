@@ -1,0 +1,517 @@
+/* Runs one parsed request against the world and answers it.
+ *
+ * The parser has already checked shapes and ranges; what is checked here
+ * needs the world: that instances and colliders exist, that particle
+ * indices are in range, and that nothing touches an instance mid-step
+ * (such a request is deferred and retried when the step is back). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static void reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt,
+                       ...) __attribute__((format(printf, 4, 5)));
+
+static void reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt,
+                       ...)
+{
+    cd_error err = {.code = code};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err.message, sizeof err.message, fmt, ap);
+    va_end(ap);
+    cd_conn_send_error(conn, req->id, &err);
+}
+
+static void reply_ok(cd_conn *conn, const cd_request *req)
+{
+    cd_conn_send_reply(conn, cd_reply_ok(req->id));
+}
+
+static void add_vec3(cJSON *obj, const char *name, cd_vec3 v)
+{
+    const float xyz[3] = {v.x, v.y, v.z};
+    cd_reply_add_floats(obj, name, xyz, 1);
+}
+
+static const char *type_name(cd_instance_type type)
+{
+    return type == CD_INSTANCE_CLOTH ? "cloth" : "unknown";
+}
+
+/* The request's instance, or NULL after replying not_found. */
+static cd_instance *require_instance(cd_conn *conn, const cd_request *req)
+{
+    if (!req->has_instance) {
+        reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "instance: required");
+        return NULL;
+    }
+    cd_instance *inst = cd_world_get(conn->server->world, req->instance);
+    if (inst == NULL)
+        reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", req->instance);
+    return inst;
+}
+
+/* Does running `req` now read or write an instance that is being stepped? */
+static bool touches_busy(const cd_server *server, const cd_request *req)
+{
+    if (server->busy_count == 0)
+        return false;
+    switch (req->cmd) {
+    case CD_CMD_CREATE:
+    case CD_CMD_UNSUBSCRIBE:
+        return false;
+    case CD_CMD_WIND:
+        /* The global wind is snapshotted into each step job. */
+        return req->has_instance && cd_server_is_busy(server, req->instance);
+    case CD_CMD_STATUS:
+        return true;
+    case CD_CMD_STEP:
+    case CD_CMD_SUBSCRIBE: {
+        const cd_id_list *list = req->cmd == CD_CMD_STEP ? &req->as.step.instances
+                                                         : &req->as.subscribe.instances;
+        if (req->cmd == CD_CMD_SUBSCRIBE && req->has_instance)
+            return cd_server_is_busy(server, req->instance);
+        if (list->all)
+            return true;
+        for (uint32_t i = 0; i < list->count; i++)
+            if (cd_server_is_busy(server, list->ids[i]))
+                return true;
+        return false;
+    }
+    default:
+        return req->has_instance && cd_server_is_busy(server, req->instance);
+    }
+}
+
+/* Checks every particle index of a pin/unpin before any is applied, so a
+ * request is applied whole or not at all. */
+static bool check_particles(cd_conn *conn, const cd_request *req, const cd_instance *inst)
+{
+    uint32_t n = cd_instance_particle_count(inst);
+    for (uint32_t i = 0; i < req->as.pin.count; i++) {
+        uint32_t p = req->as.pin.particles[i];
+        if (p < n)
+            continue;
+        if (req->as.pin.count == 1)
+            reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                       "particle: index %u out of range (%u particles)", p, n);
+        else
+            reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                       "particles[%u]: index %u out of range (%u particles)", i, p, n);
+        return false;
+    }
+    return true;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static void cmd_create(cd_conn *conn, const cd_request *req)
+{
+    cd_world *world = conn->server->world;
+    const cd_cloth_def *def = &req->as.create.def;
+    cd_id id = 0;
+    cd_status st = cd_world_create_cloth(world, def, &id);
+    if (st == CD_E_LIMIT_EXCEEDED && cd_world_count(world) >= conn->server->opts.max_instances) {
+        reply_fail(conn, req, st, "instance: at most %u instances (--max-instances)",
+                   conn->server->opts.max_instances);
+        return;
+    }
+    if (st == CD_E_LIMIT_EXCEEDED) {
+        reply_fail(conn, req, st, "width, height: %llu particles exceed the limit of %u",
+                   (unsigned long long)def->width * (unsigned long long)def->height,
+                   conn->server->opts.max_particles);
+        return;
+    }
+    if (st != CD_OK) {
+        reply_fail(conn, req, st, "create: %s", cd_status_message(st));
+        return;
+    }
+    cd_instance_info info;
+    cd_instance_get_info(cd_world_get(world, id), &info);
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddNumberToObject(reply, "instance", id);
+    cJSON_AddNumberToObject(reply, "particles", info.particles);
+    cJSON_AddNumberToObject(reply, "constraints", info.constraints);
+    cd_conn_send_reply(conn, reply);
+
+    /* Subscribers to "all" see the new instance from its first state. */
+    for (cd_conn *c = conn->server->conns; c != NULL; c = c->next)
+        if (c->sub_all && !c->closing)
+            cd_stepper_send_current(c, cd_world_get(world, id));
+}
+
+static void cmd_destroy(cd_conn *conn, const cd_request *req)
+{
+    if (require_instance(conn, req) == NULL)
+        return;
+    cd_world_destroy_instance(conn->server->world, req->instance);
+    cd_dispatch_forget_instance(conn->server, req->instance);
+    reply_ok(conn, req);
+}
+
+static void cmd_pin(cd_conn *conn, const cd_request *req, bool pin)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL || !check_particles(conn, req, inst))
+        return;
+    for (uint32_t i = 0; i < req->as.pin.count; i++) {
+        uint32_t p = req->as.pin.particles[i];
+        if (!pin)
+            cd_instance_unpin(inst, p);
+        else
+            cd_instance_pin(inst, p, req->as.pin.positions ? &req->as.pin.positions[i] : NULL);
+    }
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddNumberToObject(reply, pin ? "pinned" : "unpinned", req->as.pin.count);
+    cd_conn_send_reply(conn, reply);
+}
+
+static void cmd_wind(cd_conn *conn, const cd_request *req)
+{
+    cd_vec3 wind = req->as.wind.wind;
+    if (!req->has_instance) {
+        cd_world_set_global_wind(conn->server->world, wind);
+    } else {
+        cd_instance *inst = require_instance(conn, req);
+        if (inst == NULL)
+            return;
+        cd_instance_set_wind(inst, wind);
+    }
+    cJSON *reply = cd_reply_ok(req->id);
+    add_vec3(reply, "wind", wind);
+    cd_conn_send_reply(conn, reply);
+}
+
+static void cmd_gravity(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_instance_set_gravity(inst, req->as.gravity.gravity);
+    reply_ok(conn, req);
+}
+
+static void cmd_add_collider(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_id collider = 0;
+    cd_status st = cd_instance_add_collider(inst, &req->as.add_collider.def, &collider);
+    if (st == CD_E_LIMIT_EXCEEDED) {
+        reply_fail(conn, req, st, "collider: at most 64 colliders per instance");
+        return;
+    }
+    if (st != CD_OK) {
+        reply_fail(conn, req, st, "addCollider: %s", cd_status_message(st));
+        return;
+    }
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddNumberToObject(reply, "collider", collider);
+    cd_conn_send_reply(conn, reply);
+}
+
+static void cmd_move_collider(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_id collider = req->as.move_collider.collider;
+    const cd_vec3 *position =
+        req->as.move_collider.has_position ? &req->as.move_collider.position : NULL;
+    const cd_vec3 *normal =
+        req->as.move_collider.has_normal ? &req->as.move_collider.normal : NULL;
+    cd_status st = cd_instance_move_collider(inst, collider, position, normal);
+    if (st == CD_E_NOT_FOUND)
+        reply_fail(conn, req, st, "collider: no collider %u on instance %u", collider,
+                   req->instance);
+    else if (st != CD_OK)
+        reply_fail(conn, req, st, "moveCollider: %s", cd_status_message(st));
+    else
+        reply_ok(conn, req);
+}
+
+static void cmd_remove_collider(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_id collider = req->as.remove_collider.collider;
+    if (cd_instance_remove_collider(inst, collider) != CD_OK)
+        reply_fail(conn, req, CD_E_NOT_FOUND, "collider: no collider %u on instance %u",
+                   collider, req->instance);
+    else
+        reply_ok(conn, req);
+}
+
+static void cmd_enable(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_instance_set_enabled(inst, req->as.enable.enabled);
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddBoolToObject(reply, "enabled", req->as.enable.enabled);
+    cd_conn_send_reply(conn, reply);
+}
+
+/* Resolves an id list to live instances; replies not_found or
+ * invalid_argument (duplicate) and returns NULL on failure. With `all`,
+ * every live instance. `count` receives the number of ids. */
+static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *list,
+                          uint32_t *count)
+{
+    cd_world *world = conn->server->world;
+    uint32_t n = list->all ? cd_world_count(world) : list->count;
+    cd_id *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (ids == NULL) {
+        reply_fail(conn, req, CD_E_INTERNAL, "instances: out of memory");
+        return NULL;
+    }
+    if (list->all) {
+        *count = cd_world_list(world, ids, n);
+        return ids;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        cd_id id = list->ids[i];
+        if (cd_world_get(world, id) == NULL) {
+            reply_fail(conn, req, CD_E_NOT_FOUND, "instances[%u]: no instance %u", i, id);
+            free(ids);
+            return NULL;
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (ids[j] == id) {
+                reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                           "instances[%u]: instance %u listed twice", i, id);
+                free(ids);
+                return NULL;
+            }
+        }
+        ids[i] = id;
+    }
+    *count = n;
+    return ids;
+}
+
+static cd_dispatch_result cmd_step(cd_conn *conn, const cd_request *req)
+{
+    uint32_t count = 0;
+    cd_id *ids = resolve_ids(conn, req, &req->as.step.instances, &count);
+    if (ids == NULL)
+        return CD_DISPATCH_DONE;
+    uint32_t enabled = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (cd_instance_enabled(cd_world_get(conn->server->world, ids[i])))
+            ids[enabled++] = ids[i];
+    cd_dispatch_result r = CD_DISPATCH_DONE;
+    if (enabled == 0) {
+        cJSON *reply = cd_reply_ok(req->id);
+        cJSON_AddNumberToObject(reply, "stepped", 0);
+        cJSON_AddArrayToObject(reply, "unstable");
+        cd_conn_send_reply(conn, reply);
+    } else {
+        r = cd_stepper_start(conn, req->id, req->as.step.dt, ids, enabled);
+    }
+    free(ids);
+    return r;
+}
+
+static void cmd_get(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddNumberToObject(reply, "instance", info.id);
+    cJSON_AddStringToObject(reply, "type", type_name(info.type));
+    cJSON_AddNumberToObject(reply, "width", info.width);
+    cJSON_AddNumberToObject(reply, "height", info.height);
+    cJSON_AddNumberToObject(reply, "frame", (double)info.frame);
+    cJSON_AddNumberToObject(reply, "time", info.time);
+    cJSON_AddBoolToObject(reply, "enabled", info.enabled);
+    cJSON_AddBoolToObject(reply, "unstable", info.unstable);
+    if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
+        cJSON_Delete(reply);
+        reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
+        return;
+    }
+    cJSON *pinned = cJSON_AddArrayToObject(reply, "pinned");
+    for (uint32_t i = 0; i < info.particles; i++)
+        if (cd_instance_is_pinned(inst, i))
+            cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
+    cd_conn_send_reply(conn, reply);
+}
+
+static bool add_subscription(cd_conn *conn, cd_id id)
+{
+    for (uint32_t i = 0; i < conn->sub_count; i++)
+        if (conn->subs[i] == id)
+            return true;
+    if (conn->sub_count == conn->sub_cap) {
+        uint32_t cap = conn->sub_cap ? conn->sub_cap * 2 : 8;
+        cd_id *grown = realloc(conn->subs, cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        conn->subs = grown;
+        conn->sub_cap = cap;
+    }
+    conn->subs[conn->sub_count++] = id;
+    return true;
+}
+
+static void remove_subscription(cd_conn *conn, cd_id id)
+{
+    for (uint32_t i = 0; i < conn->sub_count; i++) {
+        if (conn->subs[i] == id) {
+            conn->subs[i] = conn->subs[--conn->sub_count];
+            return;
+        }
+    }
+}
+
+/* "instance" or "instances" or neither (= all) as one list. */
+static cd_id_list subscription_list(const cd_request *req)
+{
+    if (req->has_instance)
+        return (cd_id_list){.all = false, .count = 1, .ids = (cd_id *)&req->instance};
+    return req->as.subscribe.instances;
+}
+
+static void cmd_subscribe(cd_conn *conn, const cd_request *req)
+{
+    cd_id_list list = subscription_list(req);
+    uint32_t count = 0;
+    cd_id *ids = resolve_ids(conn, req, &list, &count);
+    if (ids == NULL)
+        return;
+    if (list.all)
+        conn->sub_all = true;
+    for (uint32_t i = 0; i < count && !list.all; i++) {
+        if (!add_subscription(conn, ids[i])) {
+            reply_fail(conn, req, CD_E_INTERNAL, "subscribe: out of memory");
+            free(ids);
+            return;
+        }
+    }
+    cJSON *reply = cd_reply_ok(req->id);
+    if (list.all) {
+        cJSON_AddBoolToObject(reply, "all", true);
+    } else {
+        cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
+        for (uint32_t i = 0; i < count; i++)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+    }
+    cd_conn_send_reply(conn, reply);
+    for (uint32_t i = 0; i < count; i++)
+        cd_stepper_send_current(conn, cd_world_get(conn->server->world, ids[i]));
+    free(ids);
+}
+
+static void cmd_unsubscribe(cd_conn *conn, const cd_request *req)
+{
+    cd_id_list list = subscription_list(req);
+    if (list.all) {
+        conn->sub_all = false;
+        conn->sub_count = 0;
+    } else {
+        for (uint32_t i = 0; i < list.count; i++)
+            remove_subscription(conn, list.ids[i]);
+    }
+    reply_ok(conn, req);
+}
+
+static void cmd_status(cd_conn *conn, const cd_request *req)
+{
+    cd_server *server = conn->server;
+    uint32_t n = cd_world_count(server->world);
+    cd_id *ids = malloc((n ? n : 1) * sizeof *ids);
+    cd_instance_info *infos = malloc((n ? n : 1) * sizeof *infos);
+    char *text = NULL;
+    cJSON *reply = cd_reply_ok(req->id);
+    if (ids == NULL || infos == NULL)
+        goto oom;
+    cd_world_list(server->world, ids, n);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
+    for (uint32_t i = 0; i < n; i++) {
+        cd_instance_get_info(cd_world_get(server->world, ids[i]), &infos[i]);
+        const cd_instance_info *info = &infos[i];
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, item);
+        cJSON_AddNumberToObject(item, "instance", info->id);
+        cJSON_AddStringToObject(item, "type", type_name(info->type));
+        cJSON_AddNumberToObject(item, "particles", info->particles);
+        cJSON_AddNumberToObject(item, "constraints", info->constraints);
+        cJSON_AddNumberToObject(item, "colliders", info->colliders);
+        cJSON_AddBoolToObject(item, "enabled", info->enabled);
+        cJSON_AddBoolToObject(item, "unstable", info->unstable);
+        cJSON_AddNumberToObject(item, "frame", (double)info->frame);
+    }
+    cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
+    add_vec3(reply, "globalWind", cd_world_global_wind(server->world));
+    cJSON_AddStringToObject(reply, "version", CD_VERSION_STRING);
+    text = cd_status_text(infos, n);
+    if (text == NULL)
+        goto oom;
+    cJSON_AddStringToObject(reply, "text", text);
+    cd_conn_send_reply(conn, reply);
+    free(text);
+    free(ids);
+    free(infos);
+    return;
+oom:
+    cJSON_Delete(reply);
+    free(ids);
+    free(infos);
+    reply_fail(conn, req, CD_E_INTERNAL, "status: out of memory");
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
+{
+    if (touches_busy(conn->server, req))
+        return CD_DISPATCH_DEFER;
+    switch (req->cmd) {
+    case CD_CMD_CREATE: cmd_create(conn, req); break;
+    case CD_CMD_DESTROY: cmd_destroy(conn, req); break;
+    case CD_CMD_PIN: cmd_pin(conn, req, true); break;
+    case CD_CMD_UNPIN: cmd_pin(conn, req, false); break;
+    case CD_CMD_WIND: cmd_wind(conn, req); break;
+    case CD_CMD_GRAVITY: cmd_gravity(conn, req); break;
+    case CD_CMD_ADD_COLLIDER: cmd_add_collider(conn, req); break;
+    case CD_CMD_MOVE_COLLIDER: cmd_move_collider(conn, req); break;
+    case CD_CMD_REMOVE_COLLIDER: cmd_remove_collider(conn, req); break;
+    case CD_CMD_ENABLE: cmd_enable(conn, req); break;
+    case CD_CMD_STEP: return cmd_step(conn, req);
+    case CD_CMD_GET: cmd_get(conn, req); break;
+    case CD_CMD_SUBSCRIBE: cmd_subscribe(conn, req); break;
+    case CD_CMD_UNSUBSCRIBE: cmd_unsubscribe(conn, req); break;
+    case CD_CMD_STATUS: cmd_status(conn, req); break;
+    default:
+        reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
+        break;
+    }
+    return CD_DISPATCH_DONE;
+}
+
+void cd_dispatch_forget_instance(cd_server *server, cd_id instance)
+{
+    for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
+        remove_subscription(conn, instance);
+        for (uint32_t i = 0; i < conn->slot_count; i++) {
+            if (conn->slots[i].instance != instance)
+                continue;
+            cd_frame_buf_unref(conn->slots[i].frame);
+            conn->slot_count--;
+            for (uint32_t j = i; j < conn->slot_count; j++)
+                conn->slots[j] = conn->slots[j + 1];
+            break;
+        }
+    }
+}

@@ -1,0 +1,133 @@
+/* The server module's private structures, shared by its .c files:
+ *   server.c   loop, listening socket, signals, wake-ups from the pool, shutdown
+ *   conn.c     one client: input framing, replies, frame delivery, closing
+ *   dispatch.c one request -> one reply (or a step batch)
+ *   stepper.c  step batches on the worker pool, completion, frame fan-out
+ *   frames.c   reference-counted encoded frames
+ */
+#ifndef CLOTHD_SERVER_INTERNAL_H
+#define CLOTHD_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "../protocol/protocol.h"
+#include "../solver/solver.h"
+#include "pool.h"
+#include "server.h"
+
+typedef struct cd_server cd_server;
+typedef struct cd_conn cd_conn;
+typedef struct cd_batch cd_batch;
+
+/* An encoded frame shared by every subscriber it is sent to. */
+typedef struct cd_frame_buf {
+    uint32_t refs;
+    cd_id instance;
+    size_t len;
+    uint8_t data[];
+} cd_frame_buf;
+
+cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst); /* refs = 1; NULL on OOM */
+void cd_frame_buf_ref(cd_frame_buf *frame);
+void cd_frame_buf_unref(cd_frame_buf *frame); /* NULL is fine */
+
+/* The newest frame of one instance waiting for a slow subscriber. */
+typedef struct cd_frame_slot {
+    cd_id instance;
+    cd_frame_buf *frame;
+} cd_frame_slot;
+
+struct cd_conn {
+    uv_tcp_t tcp; /* tcp.data == this */
+    cd_server *server;
+    cd_conn *prev, *next; /* the server's list */
+
+    /* Input: bytes read and not yet consumed as lines. */
+    char *in;
+    size_t in_len, in_cap;
+    bool reading;
+    bool draining; /* answered line_too_long: closing once that is written */
+    bool closing;  /* uv_close called; freed in its callback */
+
+    /* A parsed request that can't run yet (its instance is being stepped,
+     * or this client's own step has not replied); nothing after it runs. */
+    bool has_deferred;
+    cd_request deferred;
+    cd_batch *own_batch; /* a step of this client's in flight */
+    bool resume;         /* its step replied: run the lines that wait */
+
+    /* Output accounting. */
+    size_t reply_bytes; /* JSON replies queued, not yet written */
+    size_t frame_bytes; /* frames queued, not yet written */
+    cd_frame_slot *slots; /* newest skipped frame per instance */
+    uint32_t slot_count, slot_cap;
+
+    /* Subscriptions. */
+    bool sub_all;
+    cd_id *subs;
+    uint32_t sub_count, sub_cap;
+};
+
+struct cd_server {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uv_async_t wake; /* the pool's "jobs done" */
+    uv_signal_t sigint, sigterm;
+    cd_server_options opts;
+    cd_limits limits;
+    cd_world *world;
+    cd_pool *pool;
+    cd_conn *conns;
+    uint8_t *busy; /* per instance slot (cd_id_index): being stepped */
+    uint32_t busy_count;
+    cd_batch *batches; /* step batches in flight */
+    bool shutting_down;
+};
+
+/* ---- conn.c ---- */
+void cd_conn_accept(cd_server *server);
+/* Queues a reply line; `line` is taken over (freed with free()). */
+void cd_conn_send_line(cd_conn *conn, char *line, size_t len);
+void cd_conn_send_reply(cd_conn *conn, cJSON *reply); /* deletes reply */
+void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err);
+/* Sends now, or keeps it as the instance's newest pending frame. */
+void cd_conn_send_frame(cd_conn *conn, cd_frame_buf *frame);
+/* Runs every complete line that can run now. */
+void cd_conn_process(cd_conn *conn);
+void cd_conn_close(cd_conn *conn);
+bool cd_conn_is_subscribed(const cd_conn *conn, cd_id instance);
+
+/* ---- dispatch.c ---- */
+typedef enum cd_dispatch_result {
+    CD_DISPATCH_DONE,     /* replied */
+    CD_DISPATCH_DEFER,    /* touches a busy instance: try again later */
+    CD_DISPATCH_STARTED,  /* a step batch is running: reply comes later */
+} cd_dispatch_result;
+/* Runs one parsed request; `req` stays owned by the caller. */
+cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req);
+/* Forgets an instance in every connection's subscriptions and slots. */
+void cd_dispatch_forget_instance(cd_server *server, cd_id instance);
+
+/* ---- stepper.c ---- */
+/* Starts a step of `ids` (all exist, none busy, count > 0). */
+cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt,
+                                    const cd_id *ids, uint32_t count);
+/* Drains the pool's finished jobs (called on the loop thread). */
+void cd_stepper_drain(cd_server *server);
+/* The connection is going away: its batches must not reply to it. */
+void cd_stepper_forget_conn(cd_conn *conn);
+/* Sends the current frame of `inst` to one connection. */
+void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst);
+
+/* ---- server.c ---- */
+bool cd_server_is_busy(const cd_server *server, cd_id instance);
+void cd_server_set_busy(cd_server *server, cd_id instance, bool busy);
+/* Gives every connection with a deferred request another chance, then the
+ * connections whose own step has just replied (in that order, so that a
+ * client stepping back to back cannot starve the others). */
+void cd_server_resume_deferred(cd_server *server);
+
+#endif

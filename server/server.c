@@ -1,0 +1,179 @@
+/* The server: loop, listening socket, signals, wake-ups from the worker
+ * pool, and an orderly shutdown (pool joined first, so that no worker can
+ * touch the async handle after it is closed; then every handle closed). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    cd_server *server = listener->data;
+    if (status < 0 || server->shutting_down)
+        return;
+    cd_conn_accept(server);
+}
+
+/* Runs on a worker thread: uv_async_send is the one thread-safe libuv call;
+ * sends coalesce, and the callback drains the whole queue. */
+static void notify_loop(void *arg)
+{
+    cd_server *server = arg;
+    uv_async_send(&server->wake);
+}
+
+static void on_wake(uv_async_t *handle)
+{
+    cd_stepper_drain(handle->data);
+}
+
+static void close_handle(uv_handle_t *handle, void *arg)
+{
+    (void)arg;
+    if (uv_is_closing(handle))
+        return;
+    if (handle->type == UV_TCP && handle->data != NULL &&
+        handle != (uv_handle_t *)&((cd_server *)arg)->listener) {
+        cd_conn_close(handle->data);
+        return;
+    }
+    uv_close(handle, NULL);
+}
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+    (void)signum;
+    cd_server *server = handle->data;
+    if (server->shutting_down)
+        return;
+    server->shutting_down = true;
+    /* Join the workers before closing the handle they wake us with. */
+    cd_pool_destroy(server->pool);
+    server->pool = NULL;
+    uv_walk(server->loop, close_handle, server);
+}
+
+bool cd_server_is_busy(const cd_server *server, cd_id instance)
+{
+    return server->busy[cd_id_index(instance)] != 0;
+}
+
+void cd_server_set_busy(cd_server *server, cd_id instance, bool busy)
+{
+    uint8_t *slot = &server->busy[cd_id_index(instance)];
+    if (busy && !*slot)
+        server->busy_count++;
+    else if (!busy && *slot)
+        server->busy_count--;
+    *slot = busy;
+}
+
+void cd_server_resume_deferred(cd_server *server)
+{
+    /* A resumed request may start a step or close its connection; walk with
+     * the next pointer saved (closing only unlinks in the close callback). */
+    for (cd_conn *conn = server->conns, *next; conn != NULL; conn = next) {
+        next = conn->next;
+        if (conn->has_deferred)
+            cd_conn_process(conn);
+    }
+    for (cd_conn *conn = server->conns, *next; conn != NULL; conn = next) {
+        next = conn->next;
+        if (conn->resume) {
+            conn->resume = false;
+            cd_conn_process(conn);
+        }
+    }
+}
+
+static int listen_on(cd_server *server, const cd_server_options *opts)
+{
+    struct sockaddr_storage addr;
+    int rc = uv_ip4_addr(opts->bind, opts->port, (struct sockaddr_in *)&addr);
+    if (rc != 0)
+        rc = uv_ip6_addr(opts->bind, opts->port, (struct sockaddr_in6 *)&addr);
+    if (rc != 0) {
+        fprintf(stderr, "clothd: --bind %s: not an IP address\n", opts->bind);
+        return rc;
+    }
+    uv_tcp_init(server->loop, &server->listener);
+    server->listener.data = server;
+    rc = uv_tcp_bind(&server->listener, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&server->listener, 128, on_connection);
+    if (rc != 0) {
+        fprintf(stderr, "clothd: cannot listen on %s:%d: %s\n", opts->bind, opts->port,
+                uv_strerror(rc));
+        return rc;
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&server->listener, (struct sockaddr *)&bound, &len);
+    char host[64] = "?";
+    int port = 0;
+    if (bound.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof host);
+        port = ntohs(((struct sockaddr_in6 *)&bound)->sin6_port);
+    } else {
+        uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof host);
+        port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    }
+    printf("clothd %s listening on %s:%d (%u workers)\n", CD_VERSION_STRING, host, port,
+           opts->workers);
+    fflush(stdout);
+    return 0;
+}
+
+int cd_server_run(const cd_server_options *opts)
+{
+    cd_server server;
+    memset(&server, 0, sizeof server);
+    server.opts = *opts;
+    server.limits = cd_default_limits();
+    server.limits.max_particles = opts->max_particles;
+
+    uv_loop_t loop;
+    if (uv_loop_init(&loop) != 0)
+        return 1;
+    server.loop = &loop;
+    cd_world_def wdef = {.max_instances = opts->max_instances,
+                         .max_particles = opts->max_particles};
+    server.world = cd_world_create(&wdef);
+    server.busy = calloc(opts->max_instances + 1u, 1);
+    uv_async_init(&loop, &server.wake, on_wake);
+    server.wake.data = &server;
+    server.pool = cd_pool_create(opts->workers, opts->max_instances, notify_loop, &server);
+    int exit_code = 1;
+    if (server.world == NULL || server.busy == NULL || server.pool == NULL) {
+        fprintf(stderr, "clothd: out of memory or threads at start-up\n");
+        goto shutdown;
+    }
+    if (listen_on(&server, opts) != 0)
+        goto shutdown;
+
+    uv_signal_init(&loop, &server.sigint);
+    uv_signal_init(&loop, &server.sigterm);
+    server.sigint.data = server.sigterm.data = &server;
+    uv_signal_start(&server.sigint, on_signal, SIGINT);
+    uv_signal_start(&server.sigterm, on_signal, SIGTERM);
+    /* A client vanishing mid-write must not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_run(&loop, UV_RUN_DEFAULT);
+    exit_code = 0;
+
+shutdown:
+    if (!server.shutting_down) {
+        server.shutting_down = true;
+        cd_pool_destroy(server.pool);
+        server.pool = NULL;
+        uv_walk(&loop, close_handle, &server);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT); /* let the close callbacks run */
+    cd_stepper_drain(&server);     /* frees batches still held */
+    uv_loop_close(&loop);
+    cd_world_destroy(server.world);
+    free(server.busy);
+    return exit_code;
+}

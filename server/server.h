@@ -1,0 +1,33 @@
+/* clothd server — options and the entry point used by main.c.
+ *
+ * The server owns a libuv loop on the calling thread (accepting TCP, reading
+ * requests, writing replies and frames) and a worker pool that steps
+ * instances, one job per instance per step. */
+#ifndef CLOTHD_SERVER_H
+#define CLOTHD_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct cd_server_options {
+    char bind[64];          /* IPv4 or IPv6 address to listen on */
+    int port;               /* 0 = ephemeral; the chosen port is printed */
+    unsigned workers;       /* worker threads */
+    uint32_t max_instances; /* live instances at most */
+    uint32_t max_particles; /* particles per instance at most */
+    size_t max_line;        /* bytes in one request line at most */
+    size_t max_output;      /* replies queued to one client at most; beyond: closed */
+    size_t frame_budget;    /* frame bytes in flight to one client before skipping */
+} cd_server_options;
+
+cd_server_options cd_default_server_options(void);
+
+/* Parses the command line. Returns 0 to run, 1 when --help or --version was
+ * printed to `out` (exit 0), 2 on a usage error printed to `err` (exit 2). */
+int cd_server_parse_args(int argc, char **argv, cd_server_options *opts, FILE *out, FILE *err);
+
+/* Runs until SIGINT or SIGTERM; returns the process exit code. */
+int cd_server_run(const cd_server_options *opts);
+
+#endif

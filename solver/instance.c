@@ -1,0 +1,126 @@
+/* Instance queries and the commands that change an instance between steps:
+ * pins, forces, enabling. */
+#include <math.h>
+
+#include "internal.h"
+#include "vec3.h"
+
+cd_id cd_instance_id(const cd_instance *inst)
+{
+    return inst->id;
+}
+
+void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out)
+{
+    *out = (cd_instance_info){
+        .id = inst->id,
+        .type = inst->type,
+        .width = inst->width,
+        .height = inst->height,
+        .particles = inst->particle_count,
+        .constraints = inst->constraint_count,
+        .colliders = inst->collider_count,
+        .enabled = inst->enabled,
+        .unstable = inst->unstable,
+        .frame = inst->frame,
+        .time = inst->time,
+    };
+}
+
+uint32_t cd_instance_particle_count(const cd_instance *inst)
+{
+    return inst->particle_count;
+}
+
+const float *cd_instance_positions(const cd_instance *inst)
+{
+    return inst->pos;
+}
+
+cd_vec3 cd_instance_velocity(const cd_instance *inst, uint32_t particle)
+{
+    if (particle >= inst->particle_count || !inst->started || inst->last_dt <= 0.0f)
+        return cd_v3(0, 0, 0);
+    cd_vec3 d = cd_v3_sub(cd_v3_load(&inst->pos[3 * particle]),
+                          cd_v3_load(&inst->prev[3 * particle]));
+    return cd_v3_scale(d, 1.0f / inst->last_dt);
+}
+
+bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle)
+{
+    return particle < inst->particle_count && inst->pinned[particle] != 0;
+}
+
+cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *position)
+{
+    if (particle >= inst->particle_count)
+        return CD_E_INVALID_ARGUMENT;
+    if (position != NULL && !cd_vec3_is_valid(*position))
+        return CD_E_INVALID_ARGUMENT;
+    float *p = &inst->pos[3 * particle];
+    if (position != NULL)
+        cd_v3_store(p, *position);
+    /* A pinned particle carries no velocity of its own. */
+    cd_v3_store(&inst->prev[3 * particle], cd_v3_load(p));
+    inst->inv_mass[particle] = 0.0f;
+    inst->pinned[particle] = 1;
+    return CD_OK;
+}
+
+cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle)
+{
+    if (particle >= inst->particle_count)
+        return CD_E_INVALID_ARGUMENT;
+    inst->inv_mass[particle] = inst->own_inv_mass[particle];
+    inst->pinned[particle] = 0;
+    return CD_OK;
+}
+
+cd_status cd_instance_set_wind(cd_instance *inst, cd_vec3 wind)
+{
+    if (!cd_vec3_is_valid(wind))
+        return CD_E_INVALID_ARGUMENT;
+    inst->wind = wind;
+    return CD_OK;
+}
+
+cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity)
+{
+    if (!cd_vec3_is_valid(gravity))
+        return CD_E_INVALID_ARGUMENT;
+    inst->gravity = gravity;
+    return CD_OK;
+}
+
+void cd_instance_set_enabled(cd_instance *inst, bool enabled)
+{
+    inst->enabled = enabled;
+    if (enabled)
+        inst->unstable = false;
+}
+
+bool cd_instance_enabled(const cd_instance *inst)
+{
+    return inst->enabled;
+}
+
+size_t cd_instance_memory(const cd_instance *inst)
+{
+    size_t n = inst->particle_count;
+    return sizeof *inst + n * (2 * 3 * sizeof(float) + 2 * sizeof(float) + 1) +
+           (size_t)inst->constraint_count * sizeof(cd_distance) +
+           (size_t)inst->collider_slots * sizeof(cd_collider);
+}
+
+float cd_instance_max_structural_strain(const cd_instance *inst)
+{
+    float worst = 0.0f;
+    for (uint32_t i = 0; i < inst->structural_count; i++) {
+        const cd_distance *c = &inst->constraints[i];
+        cd_vec3 d = cd_v3_sub(cd_v3_load(&inst->pos[3 * c->b]), cd_v3_load(&inst->pos[3 * c->a]));
+        float strain = fabsf(cd_v3_length(d) - c->rest) / c->rest;
+        if (strain > worst)
+            worst = strain;
+    }
+    return worst;
+}

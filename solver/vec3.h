@@ -1,0 +1,40 @@
+/* Small inline vector helpers shared by the solver's stages. */
+#ifndef CLOTHD_VEC3_H
+#define CLOTHD_VEC3_H
+
+#include <math.h>
+
+#include "solver.h"
+
+static inline cd_vec3 cd_v3(float x, float y, float z) { return (cd_vec3){x, y, z}; }
+static inline cd_vec3 cd_v3_add(cd_vec3 a, cd_vec3 b) { return cd_v3(a.x + b.x, a.y + b.y, a.z + b.z); }
+static inline cd_vec3 cd_v3_sub(cd_vec3 a, cd_vec3 b) { return cd_v3(a.x - b.x, a.y - b.y, a.z - b.z); }
+static inline cd_vec3 cd_v3_scale(cd_vec3 a, float s) { return cd_v3(a.x * s, a.y * s, a.z * s); }
+static inline float cd_v3_dot(cd_vec3 a, cd_vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static inline float cd_v3_length(cd_vec3 a) { return sqrtf(cd_v3_dot(a, a)); }
+
+/* Unit vector of `a`; `fallback` when `a` is zero or not finite. Scales by
+ * the largest component first so that huge or tiny vectors survive. */
+static inline cd_vec3 cd_v3_normalize_or(cd_vec3 a, cd_vec3 fallback)
+{
+    float m = fmaxf(fabsf(a.x), fmaxf(fabsf(a.y), fabsf(a.z)));
+    if (!(m > 0.0f) || !isfinite(m))
+        return fallback;
+    a = cd_v3_scale(a, 1.0f / m);
+    float len = cd_v3_length(a);
+    if (!(len > 1e-12f))
+        return fallback;
+    return cd_v3_scale(a, 1.0f / len);
+}
+
+static inline cd_vec3 cd_v3_load(const float *p) { return cd_v3(p[0], p[1], p[2]); }
+static inline void cd_v3_store(float *p, cd_vec3 v)
+{
+    p[0] = v.x;
+    p[1] = v.y;
+    p[2] = v.z;
+}
+
+static inline bool cd_float_is_valid(float f) { return isfinite(f); }
+
+#endif
