@@ -18,11 +18,13 @@ static void reply_fail(cd_conn *conn, const cd_request *req, cd_status code, con
 static void reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt,
                        ...)
 {
-    cd_error err = {.code = code};
+    char message[sizeof ((cd_error *)0)->message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err.message, sizeof err.message, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    cd_error err;
+    cd_fail(&err, code, "%s", message); /* keeps messages to one line */
     cd_conn_send_error(conn, req->id, &err);
 }
 
@@ -279,7 +281,10 @@ static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list
     for (uint32_t i = 0; i < n; i++) {
         cd_id id = list->ids[i];
         if (cd_world_get(world, id) == NULL) {
-            reply_fail(conn, req, CD_E_NOT_FOUND, "instances[%u]: no instance %u", i, id);
+            if (req->has_instance)
+                reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", id);
+            else
+                reply_fail(conn, req, CD_E_NOT_FOUND, "instances[%u]: no instance %u", i, id);
             free(ids);
             return NULL;
         }

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""End-to-end suite: the Python client against the real clothd binary.
+
+    python3 tests/e2e/run_all.py --clothd build/clothd [-k PATTERN] [-q]
+
+Discovers tests/e2e/test_*.py (unittest), runs them and ends with one line:
+
+    e2e: 37 passed, 0 failed            (", N skipped" when some were)
+
+Exits 1 when any test failed or errored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+class _CountingResult(unittest.TextTestResult):
+    """Counts successes directly (a failing setUpClass adds an error that
+    is not a test run, so testsRun minus the rest would be wrong)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.passed = 0
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self.passed += 1
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clothd", default=os.path.join(REPO, "build", "clothd"),
+                        help="path of the clothd binary (default build/clothd)")
+    parser.add_argument("-k", dest="patterns", action="append", default=None,
+                        help="only run tests whose name contains this substring (repeatable)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="one dot per test instead of names")
+    args = parser.parse_args(argv)
+
+    binary = os.path.abspath(args.clothd)
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        print(f"e2e: {args.clothd} is not an executable file (run `make build/clothd` first)", file=sys.stderr)
+        return 2
+    os.environ["CLOTHD_BIN"] = binary
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(REPO, "clients", "python"))
+
+    loader = unittest.TestLoader()
+    if args.patterns:
+        loader.testNamePatterns = [f"*{p}*" for p in args.patterns]
+    suite = loader.discover(start_dir=HERE, pattern="test_*.py", top_level_dir=HERE)
+
+    started = time.monotonic()
+    runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=1 if args.quiet else 2,
+                                     resultclass=_CountingResult)
+    result = runner.run(suite)
+    elapsed = time.monotonic() - started
+
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    skipped = len(result.skipped)
+    passed = result.passed
+    line = f"e2e: {passed} passed, {failed} failed"
+    if skipped:
+        line += f", {skipped} skipped"
+    sys.stdout.flush()
+    print(f"(e2e took {elapsed:.1f}s)", file=sys.stderr)
+    sys.stderr.flush()
+    print(line, flush=True)
+    return 1 if failed or result.testsRun == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

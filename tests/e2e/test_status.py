@@ -1,0 +1,65 @@
+"""status: the JSON summary and the seed's console text."""
+
+import unittest
+
+from server import fresh_server
+
+
+def line_of(text, instance):
+    prefix = f"  Cloth {instance}: "
+    lines = [ln for ln in text.split("\n") if ln.startswith(prefix)]
+    assert len(lines) == 1, f"expected one line starting {prefix!r} in {text!r}"
+    return lines[0]
+
+
+class StatusTest(unittest.TestCase):
+    def test_status_should_list_instances_in_the_seed_format(self):
+        srv = fresh_server(self, workers=2)
+        with srv.client() as c:
+            empty = c.status()
+            self.assertTrue(empty["text"].startswith("=== Cloth Simulation ===\n"), empty["text"])
+            self.assertIn("Instances: 0", empty["text"].split("\n"))
+            self.assertEqual(empty["instances"], [])
+
+            a = c.create_cloth()
+            b = c.create_cloth()
+            self.assertEqual((a, b), (1, 2))
+            c.add_collider(a, "sphere", position=[0, -3, 0])
+            s = c.status()
+            text = s["text"]
+            lines = text.split("\n")
+            self.assertTrue(text.startswith("=== Cloth Simulation ===\n"), text)
+            self.assertIn("Instances: 2", lines)
+            self.assertIn("  Cloth 1: 100 particles, 502 constraints, 1 colliders", lines)
+            self.assertIn("  Cloth 2: 100 particles, 502 constraints, 0 colliders", lines)
+            self.assertTrue(text.endswith("\n"), text)
+            self.assertEqual(s["workers"], 2)
+            self.assertEqual(s["version"], "0.1.0")
+            self.assertEqual(s["globalWind"], [0, 0, 0])
+            keys = ("instance", "type", "particles", "constraints", "colliders", "enabled", "frame")
+            self.assertEqual([{k: i.get(k) for k in keys} for i in s["instances"]], [
+                {"instance": 1, "type": "cloth", "particles": 100, "constraints": 502, "colliders": 1,
+                 "enabled": True, "frame": 0},
+                {"instance": 2, "type": "cloth", "particles": 100, "constraints": 502, "colliders": 0,
+                 "enabled": True, "frame": 0},
+            ])
+
+            self.assertIs(c.enable(b, False), False)
+            reply = c.step()
+            self.assertEqual(reply["stepped"], 1, "a disabled instance is not stepped")
+            self.assertEqual(reply["unstable"], [])
+            s = c.status()
+            self.assertEqual(line_of(s["text"], 2), "  Cloth 2: 100 particles, 502 constraints, 0 colliders [DISABLED]")
+            self.assertEqual(line_of(s["text"], 1), "  Cloth 1: 100 particles, 502 constraints, 1 colliders")
+            by_id = {i["instance"]: i for i in s["instances"]}
+            self.assertEqual((by_id[1]["enabled"], by_id[1]["frame"]), (True, 1))
+            self.assertEqual((by_id[2]["enabled"], by_id[2]["frame"]), (False, 0))
+            self.assertEqual(c.get(b).frame, 0)
+
+            self.assertIs(c.enable(b, True), True)
+            self.assertNotIn("[DISABLED]", c.status()["text"])
+            self.assertEqual(c.step()["stepped"], 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
