@@ -12,14 +12,14 @@ PKGS    := libuv libcjson ck
 
 # Debian packages each goal needs; `deps` installs whichever are missing.
 DEB_BUILD := gcc make pkg-config libuv1-dev libcjson-dev libck-dev
-DEB_TEST  := $(DEB_BUILD) libcriterion-dev python3
+DEB_TEST  := $(DEB_BUILD) libcriterion-dev python3 valgrind
 DEB_BENCH := $(DEB_BUILD) g++ libbullet-dev
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CFLAGS  ?= -O2 -g
+CFLAGS  ?= -O2 -g -fno-math-errno
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS  = $(PKG_LIBS) -lpthread -lm
 
@@ -72,7 +72,7 @@ unit: $(BUILD)/unit_tests
 
 # ---- bench ---------------------------------------------------------------
 
-BENCH_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g $(PKG_CFLAGS)
+BENCH_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS)
 # Bullet's headers as system headers: their own warnings are not ours.
 BULLET_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags bullet 2>/dev/null))
 BULLET_LIBS   = $(shell pkg-config --libs bullet 2>/dev/null)

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(REPO, "clients", "python"))
 from clothd import Client  # noqa: E402
 
 BANNER = re.compile(r"^clothd (\d+\.\d+\.\d+) listening on ([0-9.]+):(\d+) \((\d+) workers\)$")
-START_TIMEOUT = 10.0
+START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 
 
@@ -44,8 +44,10 @@ class Server:
     start()/stop(); stop() raises AssertionError unless the process exits
     with code 0 within 5 s of SIGTERM."""
 
-    def __init__(self, *args: str, workers: Optional[int] = 2):
+    def __init__(self, *args: str, workers: Optional[int] = 2, wrapper: Sequence[str] = ()):
         self.args: List[str] = list(args)
+        self.wrapper: List[str] = list(wrapper)  # e.g. valgrind and its flags
+        self.stop_timeout = STOP_TIMEOUT
         if workers is not None and "--workers" not in self.args:
             self.args += ["--workers", str(workers)]
         self.proc: Optional[subprocess.Popen] = None
@@ -61,7 +63,7 @@ class Server:
     # -- lifecycle ------------------------------------------------------------
 
     def start(self) -> "Server":
-        cmd = [clothd_bin(), "--port", "0", *self.args]
+        cmd = [*self.wrapper, clothd_bin(), "--port", "0", *self.args]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self._stderr)
         line = self._read_banner()
@@ -135,10 +137,10 @@ class Server:
             raise AssertionError(f"clothd had already exited with {code}; stderr: {self.stderr()!r}")
         proc.send_signal(sig)
         try:
-            code = proc.wait(timeout=STOP_TIMEOUT)
+            code = proc.wait(timeout=self.stop_timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"clothd did not exit within {STOP_TIMEOUT}s of signal {sig}; "
+            raise AssertionError(f"clothd did not exit within {self.stop_timeout}s of signal {sig}; "
                                  f"stderr: {self.stderr()!r}") from None
         err = self.stderr()
         self._cleanup()
