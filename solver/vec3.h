@@ -11,6 +11,10 @@ static inline cd_vec3 cd_v3_add(cd_vec3 a, cd_vec3 b) { return cd_v3(a.x + b.x, 
 static inline cd_vec3 cd_v3_sub(cd_vec3 a, cd_vec3 b) { return cd_v3(a.x - b.x, a.y - b.y, a.z - b.z); }
 static inline cd_vec3 cd_v3_scale(cd_vec3 a, float s) { return cd_v3(a.x * s, a.y * s, a.z * s); }
 static inline float cd_v3_dot(cd_vec3 a, cd_vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static inline cd_vec3 cd_v3_cross(cd_vec3 a, cd_vec3 b)
+{
+    return cd_v3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
 static inline float cd_v3_length(cd_vec3 a) { return sqrtf(cd_v3_dot(a, a)); }
 
 /* Unit vector of `a`; `fallback` when `a` is zero or not finite. Scales by

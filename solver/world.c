@@ -101,6 +101,14 @@ static cd_id make_id(uint32_t slot, uint16_t generation)
     return ((cd_id)generation << 16) | slot;
 }
 
+/* Non-zero and not parallel: otherwise particles would coincide. */
+static bool axes_span_a_plane(cd_vec3 right, cd_vec3 down)
+{
+    cd_vec3 zero = cd_v3(0, 0, 0);
+    cd_vec3 r = cd_v3_normalize_or(right, zero), d = cd_v3_normalize_or(down, zero);
+    return cd_v3_length(cd_v3_cross(r, d)) > 1e-3f;
+}
+
 static bool cloth_def_is_valid(const cd_cloth_def *def)
 {
     return def->width >= 2 && def->height >= 2 && cd_float_is_valid(def->spacing) &&
@@ -109,8 +117,7 @@ static bool cloth_def_is_valid(const cd_cloth_def *def)
            def->bend_stiffness <= 1.0f && def->damping >= 0.0f && def->damping <= 1.0f &&
            def->solver_iterations >= 1 && cd_vec3_is_valid(def->origin) &&
            cd_vec3_is_valid(def->gravity) && cd_vec3_is_valid(def->right) &&
-           cd_vec3_is_valid(def->down) && cd_v3_length(def->right) > 0.0f &&
-           cd_v3_length(def->down) > 0.0f;
+           cd_vec3_is_valid(def->down) && axes_span_a_plane(def->right, def->down);
 }
 
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id)

@@ -1,0 +1,80 @@
+/* clothd protocol — private readers for JSON request fields.
+ *
+ * Each reader validates one cJSON value against the wire contract and turns
+ * it into a C value. `label` is the name used in the error message
+ * ("width", "particles[3]"), so every message starts with the offending field:
+ * "width: must be an integer >= 2".
+ *
+ * Return: CD_OK and *out written, or an error code with `err` filled and
+ * *out untouched. Readers that allocate hand the memory to the caller only
+ * on CD_OK; on error they have freed everything they allocated.
+ *
+ * Not part of the public API: only the protocol module's .c files include it.
+ */
+#ifndef CLOTHD_PROTOCOL_JSON_FIELDS_H
+#define CLOTHD_PROTOCOL_JSON_FIELDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "protocol.h"
+
+/* The member `name` of `obj` (exact case; the first one when repeated), or
+ * NULL when absent. */
+const cJSON *cd_json_member(const cJSON *obj, const char *name);
+
+/* An integer in [min, max]: a JSON number with an integral value. The
+ * message reads "must be an integer >= min" when max is INT32_MAX or
+ * INT64_MAX (the type's limit, not a bound worth stating), "must be an
+ * integer in [min, max]" otherwise. */
+cd_status cd_json_int(const cJSON *item, const char *label, int64_t min, int64_t max,
+                      int64_t *out, cd_error *err);
+
+/* A number range for cd_json_float. Bounds are inclusive unless *_open. */
+typedef struct cd_float_range {
+    double min, max;
+    bool min_open, max_open;
+    bool has_min, has_max; /* false: unbounded on that side */
+} cd_float_range;
+
+/* A finite number that fits a 32-bit float and lies in `range` (checked on
+ * the value rounded to float too, so 1e-50 is not accepted as "> 0"). */
+cd_status cd_json_float(const cJSON *item, const char *label, const cd_float_range *range,
+                        float *out, cd_error *err);
+
+/* An array of exactly 3 finite numbers that fit a 32-bit float. */
+cd_status cd_json_vec3(const cJSON *item, const char *label, cd_vec3 *out, cd_error *err);
+
+/* A vec3 that is not zero-length, returned normalised (in double precision,
+ * so tiny or huge components are fine). */
+cd_status cd_json_direction(const cJSON *item, const char *label, cd_vec3 *out, cd_error *err);
+
+/* true or false. */
+cd_status cd_json_bool(const cJSON *item, const char *label, bool *out, cd_error *err);
+
+/* An instance or collider id: an integer in [0, 4294967295]. (0 is the null
+ * id: it parses, and the world then reports it as not found.) */
+cd_status cd_json_id(const cJSON *item, const char *label, cd_id *out, cd_error *err);
+
+/* A particle index: an integer in [0, 4294967295]. */
+cd_status cd_json_index(const cJSON *item, const char *label, uint32_t *out, cd_error *err);
+
+/* Arrays of at most `max_list` entries (CD_E_LIMIT_EXCEEDED beyond it).
+ * Element errors name the element: "particles[3]: …". On CD_OK *out is a
+ * malloc'd array the caller frees with free() (NULL when *count is 0). */
+cd_status cd_json_id_array(const cJSON *item, const char *label, uint32_t max_list,
+                           cd_id **out, uint32_t *count, cd_error *err);
+cd_status cd_json_index_array(const cJSON *item, const char *label, uint32_t max_list,
+                              uint32_t **out, uint32_t *count, cd_error *err);
+cd_status cd_json_vec3_array(const cJSON *item, const char *label, uint32_t max_list,
+                             cd_vec3 **out, uint32_t *count, cd_error *err);
+
+/* Copies `s` into `dst` (capacity `cap` >= 4) for quoting inside a message:
+ * valid UTF-8 is kept, control characters, quotes, backslashes and invalid
+ * bytes become '?', and a long string is cut at a character boundary and
+ * ends with "...". The result is always a single line. */
+void cd_json_quote_safe(char *dst, size_t cap, const char *s);
+
+#endif

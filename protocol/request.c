@@ -1,0 +1,621 @@
+/* clothd protocol — parsing one request line into a cd_request.
+ *
+ * The envelope (JSON object, "id", "cmd", "instance") is read here once;
+ * each command then reads its own fields through the table `commands`.
+ * Validation stops at the first fault, in the order the fields are listed
+ * in PROTOCOL.md, and the message names that field.
+ */
+#include "protocol.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_fields.h"
+
+/* Defaults of cd_default_limits(); the server's flags override them. */
+#define DEFAULT_MAX_PARTICLES 262144u
+#define DEFAULT_MAX_LIST 1000000u
+
+/* The largest particle count whose frame length still fits the u32 length
+ * field: (2^32 - 1 - 40) / 12. Applies whatever the configured limit. */
+#define FRAME_MAX_PARTICLES ((UINT32_MAX - CD_FRAME_HEADER_SIZE) / 12u)
+
+/* Longest user string quoted back in a message. */
+#define QUOTE_CAP 64
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* Drops a UTF-8 sequence cut short at the end of `s` (after truncation). */
+static void trim_partial_utf8(char *s, size_t len)
+{
+    size_t i = len;
+    size_t back = 0;
+    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (need > 1 && back + 1 < need)
+        s[i - 1] = '\0';
+}
+
+cd_status cd_fail(cd_error *err, cd_status code, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        err->message[0] = '\0';
+        return code;
+    }
+    size_t len = strlen(err->message);
+    if ((size_t)n >= sizeof err->message)
+        trim_partial_utf8(err->message, len);
+    /* A message is one line, whatever the format arguments held. */
+    for (char *p = err->message; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7F)
+            *p = ' ';
+    return code;
+}
+
+cd_limits cd_default_limits(void)
+{
+    return (cd_limits){.max_particles = DEFAULT_MAX_PARTICLES, .max_list = DEFAULT_MAX_LIST};
+}
+
+/* ---- field tables ------------------------------------------------------- */
+
+typedef enum field_kind {
+    FIELD_INT32,     /* int32_t, range imin..imax */
+    FIELD_FLOAT,     /* float, range `range` */
+    FIELD_VEC3,      /* cd_vec3, finite */
+    FIELD_DIRECTION, /* cd_vec3, non-zero, normalised */
+} field_kind;
+
+typedef struct field_spec {
+    const char *name;
+    field_kind kind;
+    size_t offset; /* in the struct being filled */
+    int64_t imin, imax;
+    cd_float_range range;
+} field_spec;
+
+#define RANGE_UNIT {.min = 0, .max = 1, .has_min = true, .has_max = true}
+#define RANGE_POSITIVE {.min = 0, .min_open = true, .has_min = true}
+#define RANGE_NON_NEGATIVE {.min = 0, .has_min = true}
+
+/* Reads every present field of `specs` from `obj` into `base`; absent
+ * fields keep the value already there (the default). */
+static cd_status read_fields(const cJSON *obj, const field_spec *specs, size_t count, void *base,
+                             cd_error *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        const field_spec *f = &specs[i];
+        const cJSON *item = cd_json_member(obj, f->name);
+        if (!item)
+            continue;
+        void *dst = (unsigned char *)base + f->offset;
+        cd_status st = CD_OK;
+        switch (f->kind) {
+        case FIELD_INT32: {
+            int64_t v;
+            st = cd_json_int(item, f->name, f->imin, f->imax, &v, err);
+            if (st == CD_OK) {
+                int32_t v32 = (int32_t)v;
+                memcpy(dst, &v32, sizeof v32);
+            }
+            break;
+        }
+        case FIELD_FLOAT:
+            st = cd_json_float(item, f->name, &f->range, dst, err);
+            break;
+        case FIELD_VEC3:
+            st = cd_json_vec3(item, f->name, dst, err);
+            break;
+        case FIELD_DIRECTION:
+            st = cd_json_direction(item, f->name, dst, err);
+            break;
+        }
+        if (st != CD_OK)
+            return st;
+    }
+    return CD_OK;
+}
+
+#define INT_FIELD(type, member, wire, lo, hi)                                         \
+    {.name = wire, .kind = FIELD_INT32, .offset = offsetof(type, member), .imin = lo, .imax = hi}
+#define FLOAT_FIELD(type, member, wire, r)                                              \
+    {.name = wire, .kind = FIELD_FLOAT, .offset = offsetof(type, member), .range = r}
+#define VEC3_FIELD(type, member, wire, k)                                               \
+    {.name = wire, .kind = k, .offset = offsetof(type, member)}
+
+/* In the order PROTOCOL.md lists them: the first fault found is reported. */
+static const field_spec cloth_fields[] = {
+    INT_FIELD(cd_cloth_def, width, "width", 2, INT32_MAX),
+    INT_FIELD(cd_cloth_def, height, "height", 2, INT32_MAX),
+    FLOAT_FIELD(cd_cloth_def, spacing, "spacing", RANGE_POSITIVE),
+    FLOAT_FIELD(cd_cloth_def, mass, "mass", RANGE_POSITIVE),
+    FLOAT_FIELD(cd_cloth_def, stiffness, "stiffness", RANGE_UNIT),
+    FLOAT_FIELD(cd_cloth_def, bend_stiffness, "bendStiffness", RANGE_UNIT),
+    FLOAT_FIELD(cd_cloth_def, damping, "damping", RANGE_UNIT),
+    VEC3_FIELD(cd_cloth_def, origin, "origin", FIELD_VEC3),
+    INT_FIELD(cd_cloth_def, solver_iterations, "solverIterations", 1, 256),
+    VEC3_FIELD(cd_cloth_def, right, "right", FIELD_DIRECTION),
+    VEC3_FIELD(cd_cloth_def, down, "down", FIELD_DIRECTION),
+    VEC3_FIELD(cd_cloth_def, gravity, "gravity", FIELD_VEC3),
+};
+
+static const field_spec collider_fields[] = {
+    VEC3_FIELD(cd_collider_def, position, "position", FIELD_VEC3),
+    VEC3_FIELD(cd_collider_def, normal, "normal", FIELD_DIRECTION),
+    FLOAT_FIELD(cd_collider_def, radius, "radius", RANGE_NON_NEGATIVE),
+    FLOAT_FIELD(cd_collider_def, height, "height", RANGE_NON_NEGATIVE),
+};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- shared pieces ------------------------------------------------------ */
+
+/* A required member: NULL (with err filled) when absent. */
+static const cJSON *required(const cJSON *obj, const char *name, cd_error *err)
+{
+    const cJSON *item = cd_json_member(obj, name);
+    if (!item)
+        cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: required", name);
+    return item;
+}
+
+/* A required string member compared against `names`; *index is the match.
+ * `what` words the unknown case: "unknown collider type \"x\"". */
+static cd_status read_enum(const cJSON *obj, const char *field, const char *const *names,
+                           size_t count, const char *what, bool is_required, size_t *index,
+                           cd_error *err)
+{
+    const cJSON *item = cd_json_member(obj, field);
+    if (!item) {
+        if (is_required)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: required", field);
+        return CD_OK;
+    }
+    if (!cJSON_IsString(item) || !item->valuestring)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be a string", field);
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(item->valuestring, names[i]) == 0) {
+            *index = i;
+            return CD_OK;
+        }
+    }
+    char quoted[QUOTE_CAP];
+    cd_json_quote_safe(quoted, sizeof quoted, item->valuestring);
+    return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown %s \"%s\"", field, what, quoted);
+}
+
+/* "instance" or "instances" or neither (= all) into `list`. */
+static cd_status read_instance_list(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                    cd_id_list *list, cd_error *err)
+{
+    const cJSON *one = cd_json_member(obj, "instance");
+    const cJSON *many = cd_json_member(obj, "instances");
+    if (one && many)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "instance: give either \"instance\" or \"instances\", not both");
+    if (one) {
+        cd_id id;
+        cd_status st = cd_json_id(one, "instance", &id, err);
+        if (st != CD_OK)
+            return st;
+        list->ids = malloc(sizeof *list->ids);
+        if (!list->ids)
+            return cd_fail(err, CD_E_INTERNAL, "instance: out of memory");
+        list->ids[0] = id;
+        list->count = 1;
+        list->all = false;
+        req->has_instance = true;
+        req->instance = id;
+        return CD_OK;
+    }
+    if (many) {
+        list->all = false;
+        return cd_json_id_array(many, "instances", lim->max_list, &list->ids, &list->count, err);
+    }
+    list->all = true;
+    list->count = 0;
+    list->ids = NULL;
+    return CD_OK;
+}
+
+/* "particle" (+ "position") or "particles" (+ "positions") for pin/unpin. */
+static cd_status read_particles(const cJSON *obj, const cd_limits *lim, bool with_positions,
+                                cd_request *req, cd_error *err)
+{
+    const cJSON *one = cd_json_member(obj, "particle");
+    const cJSON *many = cd_json_member(obj, "particles");
+    const cJSON *pos_one = with_positions ? cd_json_member(obj, "position") : NULL;
+    const cJSON *pos_many = with_positions ? cd_json_member(obj, "positions") : NULL;
+    if (one && many)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "particle: give either \"particle\" or \"particles\", not both");
+    if (!one && !many)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "particle: required (or \"particles\")");
+
+    uint32_t *particles = NULL;
+    cd_vec3 *positions = NULL;
+    uint32_t count = 0;
+    cd_status st;
+    if (one) {
+        if (pos_many)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "positions: goes with \"particles\"; "
+                           "use \"position\" with \"particle\"");
+        uint32_t index;
+        if ((st = cd_json_index(one, "particle", &index, err)) != CD_OK)
+            return st;
+        cd_vec3 position;
+        if (pos_one && (st = cd_json_vec3(pos_one, "position", &position, err)) != CD_OK)
+            return st;
+        particles = malloc(sizeof *particles);
+        positions = pos_one ? malloc(sizeof *positions) : NULL;
+        if (!particles || (pos_one && !positions)) {
+            free(particles);
+            free(positions);
+            return cd_fail(err, CD_E_INTERNAL, "particle: out of memory");
+        }
+        particles[0] = index;
+        if (positions)
+            positions[0] = position;
+        count = 1;
+    } else {
+        if (pos_one)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "position: goes with \"particle\"; "
+                           "use \"positions\" with \"particles\"");
+        if ((st = cd_json_index_array(many, "particles", lim->max_list, &particles, &count,
+                                      err)) != CD_OK)
+            return st;
+        if (pos_many) {
+            uint32_t npos = 0;
+            st = cd_json_vec3_array(pos_many, "positions", lim->max_list, &positions, &npos, err);
+            if (st == CD_OK && npos != count) {
+                free(positions);
+                st = cd_fail(err, CD_E_INVALID_ARGUMENT,
+                             "positions: has %" PRIu32 " entries for %" PRIu32
+                             " particles (must be one per particle)",
+                             npos, count);
+            }
+            if (st != CD_OK) {
+                free(particles);
+                return st;
+            }
+        }
+    }
+    req->as.pin.count = count;
+    req->as.pin.particles = particles;
+    req->as.pin.positions = positions;
+    return CD_OK;
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+typedef cd_status (*command_parser)(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                    cd_error *err);
+
+static cd_status parse_nothing(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                               cd_error *err)
+{
+    (void)obj, (void)lim, (void)req, (void)err;
+    return CD_OK;
+}
+
+static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                              cd_error *err)
+{
+    static const char *const types[] = {"cloth"};
+    size_t type = 0;
+    cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "instance type", false, &type,
+                             err);
+    if (st != CD_OK)
+        return st;
+    cd_cloth_def def = cd_default_cloth_def();
+    if ((st = read_fields(obj, cloth_fields, COUNT_OF(cloth_fields), &def, err)) != CD_OK)
+        return st;
+    /* Parallel axes would lay particles on top of each other. Both are unit
+     * vectors here, so the cross product's length is the sine between them. */
+    float cx = def.right.y * def.down.z - def.right.z * def.down.y;
+    float cy = def.right.z * def.down.x - def.right.x * def.down.z;
+    float cz = def.right.x * def.down.y - def.right.y * def.down.x;
+    if (cx * cx + cy * cy + cz * cz < 1e-6f)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "down: must not be parallel to right");
+    uint64_t particles = (uint64_t)def.width * (uint64_t)def.height;
+    uint32_t limit = lim->max_particles < FRAME_MAX_PARTICLES ? lim->max_particles
+                                                              : FRAME_MAX_PARTICLES;
+    if (particles > limit)
+        return cd_fail(err, CD_E_LIMIT_EXCEEDED,
+                       "width, height: %" PRIu64 " particles exceed the limit of %" PRIu32,
+                       particles, limit);
+    req->as.create.def = def;
+    return CD_OK;
+}
+
+static cd_status parse_pin(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                           cd_error *err)
+{
+    return read_particles(obj, lim, true, req, err);
+}
+
+static cd_status parse_unpin(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                             cd_error *err)
+{
+    return read_particles(obj, lim, false, req, err);
+}
+
+static cd_status parse_wind(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                            cd_error *err)
+{
+    (void)lim;
+    const cJSON *item = required(obj, "wind", err);
+    return item ? cd_json_vec3(item, "wind", &req->as.wind.wind, err) : err->code;
+}
+
+static cd_status parse_gravity(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                               cd_error *err)
+{
+    (void)lim;
+    const cJSON *item = required(obj, "gravity", err);
+    return item ? cd_json_vec3(item, "gravity", &req->as.gravity.gravity, err) : err->code;
+}
+
+static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                    cd_error *err)
+{
+    (void)lim;
+    /* Index order = cd_collider_type order. */
+    static const char *const types[] = {"sphere", "capsule", "plane"};
+    size_t type = 0;
+    cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "collider type", true, &type,
+                             err);
+    if (st != CD_OK)
+        return st;
+    cd_collider_def def = cd_default_collider_def((cd_collider_type)type);
+    def.type = (cd_collider_type)type;
+    if ((st = read_fields(obj, collider_fields, COUNT_OF(collider_fields), &def, err)) != CD_OK)
+        return st;
+    req->as.add_collider.def = def;
+    return CD_OK;
+}
+
+static cd_status read_collider_id(const cJSON *obj, cd_id *out, cd_error *err)
+{
+    const cJSON *item = required(obj, "collider", err);
+    return item ? cd_json_id(item, "collider", out, err) : err->code;
+}
+
+static cd_status parse_move_collider(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                     cd_error *err)
+{
+    (void)lim;
+    cd_status st = read_collider_id(obj, &req->as.move_collider.collider, err);
+    if (st != CD_OK)
+        return st;
+    const cJSON *position = cd_json_member(obj, "position");
+    const cJSON *normal = cd_json_member(obj, "normal");
+    if (!position && !normal)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "position: required unless \"normal\" is given");
+    if (position) {
+        if ((st = cd_json_vec3(position, "position", &req->as.move_collider.position, err)))
+            return st;
+        req->as.move_collider.has_position = true;
+    }
+    if (normal) {
+        if ((st = cd_json_direction(normal, "normal", &req->as.move_collider.normal, err)))
+            return st;
+        req->as.move_collider.has_normal = true;
+    }
+    return CD_OK;
+}
+
+static cd_status parse_remove_collider(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                       cd_error *err)
+{
+    (void)lim;
+    return read_collider_id(obj, &req->as.remove_collider.collider, err);
+}
+
+static cd_status parse_enable(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                              cd_error *err)
+{
+    (void)lim;
+    const cJSON *item = required(obj, "enabled", err);
+    return item ? cd_json_bool(item, "enabled", &req->as.enable.enabled, err) : err->code;
+}
+
+static cd_status parse_step(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                            cd_error *err)
+{
+    static const cd_float_range dt_range = {
+        .min = 0, .max = 1, .min_open = true, .has_min = true, .has_max = true};
+    req->as.step.dt = 1.0f / 60.0f;
+    const cJSON *dt = cd_json_member(obj, "dt");
+    cd_status st;
+    if (dt && (st = cd_json_float(dt, "dt", &dt_range, &req->as.step.dt, err)) != CD_OK)
+        return st;
+    return read_instance_list(obj, lim, req, &req->as.step.instances, err);
+}
+
+static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                 cd_error *err)
+{
+    return read_instance_list(obj, lim, req, &req->as.subscribe.instances, err);
+}
+
+/* How a command treats the envelope's "instance" member. */
+typedef enum instance_rule {
+    INSTANCE_IGNORED,  /* not used (an "instance" member is ignored) */
+    INSTANCE_REQUIRED, /* "instance: required" when absent */
+    INSTANCE_OPTIONAL, /* absent means server-wide (wind) */
+    INSTANCE_LIST,     /* "instance" or "instances"; the command reads them */
+} instance_rule;
+
+typedef struct command_entry {
+    const char *name;
+    instance_rule instance;
+    command_parser parse;
+} command_entry;
+
+static const command_entry commands[CD_CMD_COUNT] = {
+    [CD_CMD_CREATE] = {"create", INSTANCE_IGNORED, parse_create},
+    [CD_CMD_DESTROY] = {"destroy", INSTANCE_REQUIRED, parse_nothing},
+    [CD_CMD_PIN] = {"pin", INSTANCE_REQUIRED, parse_pin},
+    [CD_CMD_UNPIN] = {"unpin", INSTANCE_REQUIRED, parse_unpin},
+    [CD_CMD_WIND] = {"wind", INSTANCE_OPTIONAL, parse_wind},
+    [CD_CMD_GRAVITY] = {"gravity", INSTANCE_REQUIRED, parse_gravity},
+    [CD_CMD_ADD_COLLIDER] = {"addCollider", INSTANCE_REQUIRED, parse_add_collider},
+    [CD_CMD_MOVE_COLLIDER] = {"moveCollider", INSTANCE_REQUIRED, parse_move_collider},
+    [CD_CMD_REMOVE_COLLIDER] = {"removeCollider", INSTANCE_REQUIRED, parse_remove_collider},
+    [CD_CMD_ENABLE] = {"enable", INSTANCE_REQUIRED, parse_enable},
+    [CD_CMD_STEP] = {"step", INSTANCE_LIST, parse_step},
+    [CD_CMD_GET] = {"get", INSTANCE_REQUIRED, parse_nothing},
+    [CD_CMD_SUBSCRIBE] = {"subscribe", INSTANCE_LIST, parse_subscribe},
+    [CD_CMD_UNSUBSCRIBE] = {"unsubscribe", INSTANCE_LIST, parse_subscribe},
+    [CD_CMD_STATUS] = {"status", INSTANCE_IGNORED, parse_nothing},
+};
+
+const char *cd_command_name(cd_command cmd)
+{
+    if ((unsigned)cmd >= CD_CMD_COUNT)
+        return "unknown";
+    return commands[cmd].name;
+}
+
+/* ---- envelope ----------------------------------------------------------- */
+
+/* Frees what a command's fields own and zeroes them. */
+static void free_payload(cd_request *req)
+{
+    switch (req->cmd) {
+    case CD_CMD_PIN:
+    case CD_CMD_UNPIN:
+        free(req->as.pin.particles);
+        free(req->as.pin.positions);
+        break;
+    case CD_CMD_STEP:
+        free(req->as.step.instances.ids);
+        break;
+    case CD_CMD_SUBSCRIBE:
+    case CD_CMD_UNSUBSCRIBE:
+        free(req->as.subscribe.instances.ids);
+        break;
+    default:
+        break;
+    }
+    memset(&req->as, 0, sizeof req->as);
+}
+
+void cd_request_free(cd_request *req)
+{
+    if (!req)
+        return;
+    free_payload(req);
+    cJSON_Delete(req->id);
+    req->id = NULL;
+}
+
+static bool is_json_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Reads the envelope and the command's fields from a parsed object. */
+static cd_status parse_object(const cJSON *root, const cd_limits *lim, cd_request *out,
+                              cd_error *err)
+{
+    const cJSON *id = cd_json_member(root, "id");
+    if (id) {
+        if (!cJSON_IsString(id) && !(cJSON_IsNumber(id) && isfinite(id->valuedouble)))
+            return cd_fail(err, CD_E_INVALID_ARGUMENT, "id: must be a number or a string");
+        out->id = cJSON_Duplicate(id, true);
+        if (!out->id)
+            return cd_fail(err, CD_E_INTERNAL, "id: out of memory");
+    }
+
+    const cJSON *cmd = cd_json_member(root, "cmd");
+    if (!cmd)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "cmd: required");
+    if (!cJSON_IsString(cmd) || !cmd->valuestring)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "cmd: must be a string");
+    const command_entry *entry = NULL;
+    for (size_t i = 0; i < CD_CMD_COUNT; i++) {
+        if (strcmp(cmd->valuestring, commands[i].name) == 0) {
+            entry = &commands[i];
+            out->cmd = (cd_command)i;
+            break;
+        }
+    }
+    if (!entry) {
+        char quoted[QUOTE_CAP];
+        cd_json_quote_safe(quoted, sizeof quoted, cmd->valuestring);
+        return cd_fail(err, CD_E_UNKNOWN_COMMAND, "unknown command \"%s\"", quoted);
+    }
+
+    if (entry->instance == INSTANCE_REQUIRED || entry->instance == INSTANCE_OPTIONAL) {
+        const cJSON *instance = cd_json_member(root, "instance");
+        if (instance) {
+            cd_status st = cd_json_id(instance, "instance", &out->instance, err);
+            if (st != CD_OK)
+                return st;
+            out->has_instance = true;
+        } else if (entry->instance == INSTANCE_REQUIRED) {
+            return cd_fail(err, CD_E_INVALID_ARGUMENT, "instance: required");
+        }
+    }
+    return entry->parse(root, lim, out, err);
+}
+
+cd_status cd_request_parse(const char *line, size_t len, const cd_limits *limits,
+                           cd_request *out, cd_error *err)
+{
+    assert(out != NULL);
+    cd_error scratch;
+    if (!err)
+        err = &scratch;
+    memset(out, 0, sizeof *out);
+    out->cmd = CD_CMD_COUNT; /* nothing owned until a command is known */
+    err->code = CD_OK;
+    err->message[0] = '\0';
+    const cd_limits lim = limits ? *limits : cd_default_limits();
+
+    if (!line || len == 0)
+        return cd_fail(err, CD_E_PARSE_ERROR, "not valid JSON (empty line)");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
+    if (!root) {
+        size_t at = end && end >= line && end <= line + len ? (size_t)(end - line) : 0;
+        return cd_fail(err, CD_E_PARSE_ERROR, "not valid JSON (error at byte %zu)", at);
+    }
+    size_t rest = end && end >= line && end <= line + len ? (size_t)(end - line) : len;
+    while (rest < len && is_json_space(line[rest]))
+        rest++;
+    cd_status st;
+    if (rest < len)
+        st = cd_fail(err, CD_E_PARSE_ERROR, "not valid JSON (unexpected data at byte %zu)", rest);
+    else if (!cJSON_IsObject(root))
+        st = cd_fail(err, CD_E_PARSE_ERROR, "the request must be a JSON object");
+    else
+        st = parse_object(root, &lim, out, err);
+    cJSON_Delete(root);
+    if (st != CD_OK)
+        free_payload(out);
+    return st;
+}

@@ -1,0 +1,984 @@
+/* protocol/request.c — every command's valid forms parse into the right
+ * values (defaults included), and every kind of invalid form is answered
+ * with the contract's code and a message that starts with the field. */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../protocol/protocol.h"
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static cd_status parse_with(const char *line, const cd_limits *limits, cd_request *req,
+                            cd_error *err)
+{
+    return cd_request_parse(line, strlen(line), limits, req, err);
+}
+
+/* Parses a line that must be valid; the caller frees `req`. */
+static void parse_ok(const char *line, cd_request *req)
+{
+    cd_error err;
+    cd_status st = parse_with(line, NULL, req, &err);
+    cr_assert_eq(st, CD_OK, "%s -> %s: %s", line, cd_status_name(st), err.message);
+}
+
+static void expect_failure(const char *line, const cd_limits *limits, cd_status code,
+                           const char *message, bool exact)
+{
+    cd_request req;
+    cd_error err;
+    cd_status st = parse_with(line, limits, &req, &err);
+    cr_assert_eq(st, code, "%s -> %s (%s), expected %s", line, cd_status_name(st), err.message,
+                 cd_status_name(code));
+    cr_assert_eq(err.code, code);
+    if (exact)
+        cr_assert_str_eq(err.message, message, "%s", line);
+    else
+        cr_assert(strncmp(err.message, message, strlen(message)) == 0,
+                  "%s -> \"%s\" should start with \"%s\"", line, err.message, message);
+    cr_assert_null(strchr(err.message, '\n'));
+    cd_request_free(&req);
+}
+
+/* The exact message. */
+static void expect_error(const char *line, cd_status code, const char *message)
+{
+    expect_failure(line, NULL, code, message, true);
+}
+
+/* A message starting with `prefix` (the field name and ": "). */
+static void expect_error_prefix(const char *line, cd_status code, const char *prefix)
+{
+    expect_failure(line, NULL, code, prefix, false);
+}
+
+static void assert_vec3(cd_vec3 v, float x, float y, float z)
+{
+    cr_assert(v.x == x && v.y == y && v.z == z, "(%.9g, %.9g, %.9g) != (%.9g, %.9g, %.9g)",
+              (double)v.x, (double)v.y, (double)v.z, (double)x, (double)y, (double)z);
+}
+
+static void assert_vec3_near(cd_vec3 v, float x, float y, float z)
+{
+    cr_assert(fabsf(v.x - x) < 1e-6f && fabsf(v.y - y) < 1e-6f && fabsf(v.z - z) < 1e-6f,
+              "(%.9g, %.9g, %.9g) != (%.9g, %.9g, %.9g)", (double)v.x, (double)v.y,
+              (double)v.z, (double)x, (double)y, (double)z);
+}
+
+/* ---- envelope ------------------------------------------------------------ */
+
+Test(protocol_request, not_json_is_parse_error)
+{
+    expect_error_prefix("{\"cmd\":", CD_E_PARSE_ERROR, "not valid JSON");
+    expect_error_prefix("hello", CD_E_PARSE_ERROR, "not valid JSON");
+    expect_error_prefix("", CD_E_PARSE_ERROR, "not valid JSON");
+}
+
+Test(protocol_request, json_array_is_parse_error)
+{
+    expect_error("[1,2,3]", CD_E_PARSE_ERROR, "the request must be a JSON object");
+    expect_error("42", CD_E_PARSE_ERROR, "the request must be a JSON object");
+    expect_error("\"status\"", CD_E_PARSE_ERROR, "the request must be a JSON object");
+}
+
+Test(protocol_request, data_after_the_object_is_parse_error)
+{
+    expect_error_prefix("{\"cmd\":\"status\"} {\"cmd\":\"status\"}", CD_E_PARSE_ERROR,
+                        "not valid JSON (unexpected data");
+}
+
+Test(protocol_request, trailing_whitespace_and_carriage_return_are_fine)
+{
+    cd_request req;
+    parse_ok("  {\"cmd\":\"status\"} \t\r", &req);
+    cr_assert_eq(req.cmd, CD_CMD_STATUS);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, parses_only_len_bytes_of_an_unterminated_buffer)
+{
+    const char buf[] = "{\"cmd\":\"status\"}GARBAGE";
+    cd_request req;
+    cd_error err;
+    cr_assert_eq(cd_request_parse(buf, 16, NULL, &req, &err), CD_OK, "%s", err.message);
+    cr_assert_eq(req.cmd, CD_CMD_STATUS);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, missing_cmd_is_invalid_argument)
+{
+    expect_error("{}", CD_E_INVALID_ARGUMENT, "cmd: required");
+    expect_error("{\"instance\":1}", CD_E_INVALID_ARGUMENT, "cmd: required");
+}
+
+Test(protocol_request, cmd_not_a_string_is_invalid_argument)
+{
+    expect_error("{\"cmd\":5}", CD_E_INVALID_ARGUMENT, "cmd: must be a string");
+    expect_error("{\"cmd\":null}", CD_E_INVALID_ARGUMENT, "cmd: must be a string");
+    expect_error("{\"cmd\":[\"status\"]}", CD_E_INVALID_ARGUMENT, "cmd: must be a string");
+}
+
+Test(protocol_request, unknown_cmd_is_unknown_command)
+{
+    expect_error("{\"cmd\":\"foo\"}", CD_E_UNKNOWN_COMMAND, "unknown command \"foo\"");
+    /* Names are case-sensitive. */
+    expect_error("{\"cmd\":\"Create\"}", CD_E_UNKNOWN_COMMAND, "unknown command \"Create\"");
+}
+
+Test(protocol_request, unknown_cmd_message_stays_on_one_line)
+{
+    /* A newline and a quote inside the command name are not copied raw. */
+    expect_error("{\"cmd\":\"a\\nb\\\"c\"}", CD_E_UNKNOWN_COMMAND, "unknown command \"a?b?c\"");
+}
+
+Test(protocol_request, long_unknown_cmd_is_cut_in_the_message)
+{
+    char line[400];
+    char name[301];
+    memset(name, 'x', 300);
+    name[300] = '\0';
+    snprintf(line, sizeof line, "{\"cmd\":\"%s\"}", name);
+    cd_request req;
+    cd_error err;
+    cr_assert_eq(parse_with(line, NULL, &req, &err), CD_E_UNKNOWN_COMMAND);
+    cr_assert(strlen(err.message) < 100, "%s", err.message);
+    cr_assert_not_null(strstr(err.message, "...\""));
+    cd_request_free(&req);
+}
+
+Test(protocol_request, number_id_is_kept_for_error_replies)
+{
+    cd_request req;
+    cd_error err;
+    cr_assert_eq(parse_with("{\"id\":7,\"cmd\":\"nope\"}", NULL, &req, &err),
+                 CD_E_UNKNOWN_COMMAND);
+    cr_assert(cJSON_IsNumber(req.id));
+    cr_assert_eq(req.id->valuedouble, 7.0);
+    size_t len;
+    char *line = cd_reply_error_line(req.id, &err, &len);
+    cr_assert_str_eq(line, "{\"id\":7,\"ok\":false,\"error\":{\"code\":\"unknown_command\","
+                           "\"message\":\"unknown command \\\"nope\\\"\"}}\n");
+    cr_assert_eq(len, strlen(line));
+    free(line);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, string_id_is_kept_for_error_replies)
+{
+    cd_request req;
+    cd_error err;
+    cr_assert_eq(parse_with("{\"cmd\":\"create\",\"width\":1,\"id\":\"req-1\"}", NULL, &req, &err),
+                 CD_E_INVALID_ARGUMENT);
+    cr_assert(cJSON_IsString(req.id));
+    cr_assert_str_eq(req.id->valuestring, "req-1");
+    char *line = cd_reply_error_line(req.id, &err, NULL);
+    cr_assert_str_eq(line, "{\"id\":\"req-1\",\"ok\":false,\"error\":{\"code\":\"invalid_argument\","
+                           "\"message\":\"width: must be an integer >= 2\"}}\n");
+    free(line);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, id_is_read_even_when_cmd_is_missing)
+{
+    cd_request req;
+    cd_error err;
+    cr_assert_eq(parse_with("{\"id\":12.5}", NULL, &req, &err), CD_E_INVALID_ARGUMENT);
+    cr_assert_eq(req.id->valuedouble, 12.5);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, id_of_another_type_is_invalid_and_not_echoed)
+{
+    const char *lines[] = {
+        "{\"id\":[1],\"cmd\":\"status\"}",
+        "{\"id\":{},\"cmd\":\"status\"}",
+        "{\"id\":true,\"cmd\":\"status\"}",
+        "{\"id\":null,\"cmd\":\"status\"}",
+        "{\"id\":1e999,\"cmd\":\"status\"}",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        cd_request req;
+        cd_error err;
+        cr_assert_eq(parse_with(lines[i], NULL, &req, &err), CD_E_INVALID_ARGUMENT, "%s",
+                     lines[i]);
+        cr_assert_str_eq(err.message, "id: must be a number or a string");
+        cr_assert_null(req.id);
+        cd_request_free(&req);
+    }
+}
+
+Test(protocol_request, unknown_members_are_ignored)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"status\",\"verbose\":true,\"extra\":{\"a\":[1,2]}}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_STATUS);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, parse_accepts_null_err_and_null_limits)
+{
+    cd_request req;
+    const char *line = "{\"cmd\":\"bogus\"}";
+    cr_assert_eq(cd_request_parse(line, strlen(line), NULL, &req, NULL), CD_E_UNKNOWN_COMMAND);
+    cd_request_free(&req);
+    cr_assert_eq(cd_request_parse(NULL, 0, NULL, &req, NULL), CD_E_PARSE_ERROR);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, free_accepts_null_and_repeated_calls)
+{
+    cd_request_free(NULL);
+    cd_request req;
+    parse_ok("{\"id\":\"x\",\"cmd\":\"pin\",\"instance\":1,\"particles\":[1,2]}", &req);
+    cd_request_free(&req);
+    cr_assert_null(req.id);
+    cd_request_free(&req); /* everything was reset: a second call is harmless */
+}
+
+Test(protocol_request, default_limits_match_the_contract)
+{
+    cd_limits lim = cd_default_limits();
+    cr_assert_eq(lim.max_particles, 262144u);
+    cr_assert_eq(lim.max_list, 1000000u);
+}
+
+Test(protocol_request, command_names_are_the_wire_names)
+{
+    static const char *const names[CD_CMD_COUNT] = {
+        "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
+        "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status"};
+    for (int i = 0; i < CD_CMD_COUNT; i++)
+        cr_assert_str_eq(cd_command_name((cd_command)i), names[i]);
+    cr_assert_str_eq(cd_command_name(CD_CMD_COUNT), "unknown");
+}
+
+Test(protocol_request, fail_formats_and_returns_the_code)
+{
+    cd_error err;
+    cr_assert_eq(cd_fail(&err, CD_E_NOT_FOUND, "instance: no instance %d", 7), CD_E_NOT_FOUND);
+    cr_assert_eq(err.code, CD_E_NOT_FOUND);
+    cr_assert_str_eq(err.message, "instance: no instance 7");
+    cr_assert_eq(cd_fail(NULL, CD_E_INTERNAL, "x"), CD_E_INTERNAL);
+    cd_fail(&err, CD_E_INTERNAL, "two\nlines\r");
+    cr_assert_str_eq(err.message, "two lines ");
+}
+
+/* ---- create ------------------------------------------------------------- */
+
+Test(protocol_request, create_without_fields_uses_the_seed_defaults)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\"}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_CREATE);
+    const cd_cloth_def *d = &req.as.create.def;
+    cr_assert_eq(d->width, 10);
+    cr_assert_eq(d->height, 10);
+    cr_assert_eq(d->spacing, 0.1f);
+    cr_assert_eq(d->mass, 1.0f);
+    cr_assert_eq(d->stiffness, 0.9f);
+    cr_assert_eq(d->bend_stiffness, 0.5f);
+    cr_assert_eq(d->damping, 0.01f);
+    cr_assert_eq(d->solver_iterations, 4);
+    assert_vec3(d->origin, 0, 0, 0);
+    assert_vec3(d->right, 1, 0, 0);
+    assert_vec3(d->down, 0, -1, 0);
+    assert_vec3(d->gravity, 0, -9.81f, 0);
+    cd_cloth_def expected = cd_default_cloth_def();
+    cr_assert_eq(memcmp(d, &expected, sizeof expected), 0);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, create_with_every_field_reads_each_value)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\",\"type\":\"cloth\",\"width\":20,\"height\":3,\"spacing\":0.05,"
+             "\"mass\":2.5,\"stiffness\":1,\"bendStiffness\":0,\"damping\":0.25,"
+             "\"origin\":[1,2,-3],\"solverIterations\":256,\"right\":[0,0,2],"
+             "\"down\":[0,-3,4],\"gravity\":[0,0,-1.62]}",
+             &req);
+    const cd_cloth_def *d = &req.as.create.def;
+    cr_assert_eq(d->width, 20);
+    cr_assert_eq(d->height, 3);
+    cr_assert_eq(d->spacing, 0.05f);
+    cr_assert_eq(d->mass, 2.5f);
+    cr_assert_eq(d->stiffness, 1.0f);
+    cr_assert_eq(d->bend_stiffness, 0.0f);
+    cr_assert_eq(d->damping, 0.25f);
+    cr_assert_eq(d->solver_iterations, 256);
+    assert_vec3(d->origin, 1, 2, -3);
+    assert_vec3(d->right, 0, 0, 1);           /* normalised */
+    assert_vec3_near(d->down, 0, -0.6f, 0.8f); /* normalised */
+    assert_vec3(d->gravity, 0, 0, -1.62f);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, create_ignores_an_instance_member)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\",\"instance\":\"whatever\"}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_CREATE);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, create_rejects_unknown_type)
+{
+    expect_error("{\"cmd\":\"create\",\"type\":\"rope\"}", CD_E_INVALID_ARGUMENT,
+                 "type: unknown instance type \"rope\"");
+    expect_error("{\"cmd\":\"create\",\"type\":1}", CD_E_INVALID_ARGUMENT,
+                 "type: must be a string");
+}
+
+Test(protocol_request, create_width_1_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"width\":1}", CD_E_INVALID_ARGUMENT,
+                 "width: must be an integer >= 2");
+}
+
+Test(protocol_request, create_width_2_is_the_smallest_valid)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\",\"width\":2,\"height\":2}", &req);
+    cr_assert_eq(req.as.create.def.width, 2);
+    cr_assert_eq(req.as.create.def.height, 2);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, create_width_2_5_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"width\":2.5}", CD_E_INVALID_ARGUMENT,
+                 "width: must be an integer >= 2");
+}
+
+Test(protocol_request, create_width_as_string_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"width\":\"10\"}", CD_E_INVALID_ARGUMENT,
+                 "width: must be an integer >= 2");
+}
+
+Test(protocol_request, create_height_is_checked_like_width)
+{
+    expect_error("{\"cmd\":\"create\",\"height\":-4}", CD_E_INVALID_ARGUMENT,
+                 "height: must be an integer >= 2");
+    expect_error("{\"cmd\":\"create\",\"height\":3e9}", CD_E_INVALID_ARGUMENT,
+                 "height: must be an integer >= 2");
+}
+
+Test(protocol_request, create_spacing_0_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"spacing\":0}", CD_E_INVALID_ARGUMENT,
+                 "spacing: must be a number > 0");
+}
+
+Test(protocol_request, create_spacing_negative_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"spacing\":-1}", CD_E_INVALID_ARGUMENT,
+                 "spacing: must be a number > 0");
+}
+
+Test(protocol_request, create_spacing_that_rounds_to_float_zero_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"spacing\":1e-50}", CD_E_INVALID_ARGUMENT,
+                 "spacing: must be a number > 0");
+}
+
+Test(protocol_request, create_mass_must_be_positive)
+{
+    expect_error("{\"cmd\":\"create\",\"mass\":0}", CD_E_INVALID_ARGUMENT,
+                 "mass: must be a number > 0");
+}
+
+Test(protocol_request, create_stiffness_1_5_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"stiffness\":1.5}", CD_E_INVALID_ARGUMENT,
+                 "stiffness: must be a number in [0, 1]");
+    expect_error("{\"cmd\":\"create\",\"bendStiffness\":-0.1}", CD_E_INVALID_ARGUMENT,
+                 "bendStiffness: must be a number in [0, 1]");
+    expect_error("{\"cmd\":\"create\",\"damping\":2}", CD_E_INVALID_ARGUMENT,
+                 "damping: must be a number in [0, 1]");
+}
+
+Test(protocol_request, create_infinite_number_is_invalid)
+{
+    /* 1e999 is valid JSON that parses to infinity. */
+    expect_error("{\"cmd\":\"create\",\"stiffness\":1e999}", CD_E_INVALID_ARGUMENT,
+                 "stiffness: must be finite");
+    expect_error("{\"cmd\":\"create\",\"spacing\":-1e999}", CD_E_INVALID_ARGUMENT,
+                 "spacing: must be finite");
+    expect_error("{\"cmd\":\"create\",\"origin\":[0,1e999,0]}", CD_E_INVALID_ARGUMENT,
+                 "origin: must be an array of 3 finite numbers");
+}
+
+Test(protocol_request, create_number_beyond_float_range_is_invalid)
+{
+    expect_error_prefix("{\"cmd\":\"create\",\"mass\":1e39}", CD_E_INVALID_ARGUMENT,
+                        "mass: must be finite as a 32-bit float");
+    expect_error("{\"cmd\":\"create\",\"gravity\":[0,-1e39,0]}", CD_E_INVALID_ARGUMENT,
+                 "gravity: must be an array of 3 finite numbers");
+}
+
+Test(protocol_request, create_origin_with_2_entries_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"origin\":[0,1]}", CD_E_INVALID_ARGUMENT,
+                 "origin: must be an array of 3 finite numbers");
+    expect_error("{\"cmd\":\"create\",\"origin\":[0,1,2,3]}", CD_E_INVALID_ARGUMENT,
+                 "origin: must be an array of 3 finite numbers");
+}
+
+Test(protocol_request, create_origin_with_a_string_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"origin\":[0,\"1\",2]}", CD_E_INVALID_ARGUMENT,
+                 "origin: must be an array of 3 finite numbers");
+    expect_error("{\"cmd\":\"create\",\"origin\":\"0,0,0\"}", CD_E_INVALID_ARGUMENT,
+                 "origin: must be an array of 3 finite numbers");
+}
+
+Test(protocol_request, create_solver_iterations_range_is_1_to_256)
+{
+    expect_error("{\"cmd\":\"create\",\"solverIterations\":0}", CD_E_INVALID_ARGUMENT,
+                 "solverIterations: must be an integer in [1, 256]");
+    expect_error("{\"cmd\":\"create\",\"solverIterations\":257}", CD_E_INVALID_ARGUMENT,
+                 "solverIterations: must be an integer in [1, 256]");
+}
+
+Test(protocol_request, create_zero_axis_is_invalid)
+{
+    expect_error("{\"cmd\":\"create\",\"right\":[0,0,0]}", CD_E_INVALID_ARGUMENT,
+                 "right: must not be zero-length");
+    expect_error("{\"cmd\":\"create\",\"down\":[0,-0,0]}", CD_E_INVALID_ARGUMENT,
+                 "down: must not be zero-length");
+}
+
+Test(protocol_request, create_parallel_axes_are_invalid)
+{
+    /* Parallel (or opposite) axes would put particles on top of each other. */
+    expect_error("{\"cmd\":\"create\",\"right\":[1,0,0],\"down\":[3,0,0]}",
+                 CD_E_INVALID_ARGUMENT, "down: must not be parallel to right");
+    expect_error("{\"cmd\":\"create\",\"right\":[0,1,0],\"down\":[0,-1,0]}",
+                 CD_E_INVALID_ARGUMENT, "down: must not be parallel to right");
+}
+
+Test(protocol_request, create_tiny_axis_is_normalised_not_rejected)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\",\"right\":[1e-40,0,0],\"down\":[0,-3e38,0]}", &req);
+    assert_vec3(req.as.create.def.right, 1, 0, 0);
+    assert_vec3(req.as.create.def.down, 0, -1, 0);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, create_reports_the_first_bad_field_in_contract_order)
+{
+    expect_error("{\"cmd\":\"create\",\"gravity\":1,\"width\":0}", CD_E_INVALID_ARGUMENT,
+                 "width: must be an integer >= 2");
+}
+
+Test(protocol_request, create_too_many_particles_is_limit_exceeded)
+{
+    cd_limits lim = {.max_particles = 10000, .max_list = 100};
+    expect_failure("{\"cmd\":\"create\",\"width\":200,\"height\":200}", &lim,
+                   CD_E_LIMIT_EXCEEDED, "width, height: 40000 particles exceed the limit of 10000",
+                   true);
+    /* Exactly at the limit is fine. */
+    cd_request req;
+    cd_error err;
+    cr_assert_eq(parse_with("{\"cmd\":\"create\",\"width\":100,\"height\":100}", &lim, &req, &err),
+                 CD_OK);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, create_huge_grid_does_not_overflow_the_count)
+{
+    cd_limits lim = {.max_particles = UINT32_MAX, .max_list = 100};
+    expect_failure("{\"cmd\":\"create\",\"width\":2147483647,\"height\":2147483647}", &lim,
+                   CD_E_LIMIT_EXCEEDED, "width, height: 4611686014132420609 particles exceed",
+                   false);
+}
+
+/* ---- destroy, get, status ---------------------------------------------- */
+
+Test(protocol_request, destroy_reads_the_instance)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"destroy\",\"instance\":65537}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_DESTROY);
+    cr_assert(req.has_instance);
+    cr_assert_eq(req.instance, 65537u);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, instance_is_required_where_the_contract_says_so)
+{
+    const char *cmds[] = {"destroy", "pin", "unpin", "gravity", "addCollider", "moveCollider",
+                          "removeCollider", "enable", "get"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char line[96];
+        snprintf(line, sizeof line, "{\"cmd\":\"%s\"}", cmds[i]);
+        expect_error(line, CD_E_INVALID_ARGUMENT, "instance: required");
+    }
+}
+
+Test(protocol_request, instance_must_be_a_u32_integer)
+{
+    const char *msg = "instance: must be an integer in [0, 4294967295]";
+    expect_error("{\"cmd\":\"get\",\"instance\":-1}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"get\",\"instance\":4294967296}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"get\",\"instance\":1.5}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"get\",\"instance\":\"1\"}", CD_E_INVALID_ARGUMENT, msg);
+    cd_request req;
+    parse_ok("{\"cmd\":\"get\",\"instance\":4294967295}", &req);
+    cr_assert_eq(req.instance, 4294967295u);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, get_and_status_parse)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"get\",\"instance\":3}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_GET);
+    cr_assert_eq(req.instance, 3u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"status\",\"id\":1}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_STATUS);
+    cr_assert_eq(req.id->valuedouble, 1.0);
+    cd_request_free(&req);
+}
+
+/* ---- pin, unpin ---------------------------------------------------------- */
+
+Test(protocol_request, pin_one_particle_at_a_position)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"pin\",\"instance\":1,\"particle\":9,\"position\":[0.9,2,0]}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_PIN);
+    cr_assert_eq(req.as.pin.count, 1u);
+    cr_assert_eq(req.as.pin.particles[0], 9u);
+    cr_assert_not_null(req.as.pin.positions);
+    assert_vec3(req.as.pin.positions[0], 0.9f, 2, 0);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, pin_without_position_pins_in_place)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"pin\",\"instance\":1,\"particle\":0}", &req);
+    cr_assert_eq(req.as.pin.count, 1u);
+    cr_assert_eq(req.as.pin.particles[0], 0u);
+    cr_assert_null(req.as.pin.positions);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, pin_a_list_with_positions)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[0,9],"
+             "\"positions\":[[0,2,0],[-0.9,2,0.5]]}",
+             &req);
+    cr_assert_eq(req.as.pin.count, 2u);
+    cr_assert_eq(req.as.pin.particles[0], 0u);
+    cr_assert_eq(req.as.pin.particles[1], 9u);
+    assert_vec3(req.as.pin.positions[0], 0, 2, 0);
+    assert_vec3(req.as.pin.positions[1], -0.9f, 2, 0.5f);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, pin_a_list_in_place)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[4,5,6]}", &req);
+    cr_assert_eq(req.as.pin.count, 3u);
+    cr_assert_eq(req.as.pin.particles[2], 6u);
+    cr_assert_null(req.as.pin.positions);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, pin_an_empty_list_pins_nothing)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[],\"positions\":[]}", &req);
+    cr_assert_eq(req.as.pin.count, 0u);
+    cr_assert_null(req.as.pin.positions);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, pin_with_particle_and_particles_is_invalid)
+{
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particle\":1,\"particles\":[1]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "particle: give either \"particle\" or \"particles\", not both");
+}
+
+Test(protocol_request, pin_without_particles_is_invalid)
+{
+    expect_error("{\"cmd\":\"pin\",\"instance\":1}", CD_E_INVALID_ARGUMENT,
+                 "particle: required (or \"particles\")");
+}
+
+Test(protocol_request, pin_positions_length_mismatch_is_invalid)
+{
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[1,2,3],\"positions\":[[0,0,0],"
+                 "[1,1,1]]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "positions: has 2 entries for 3 particles (must be one per particle)");
+}
+
+Test(protocol_request, pin_negative_particle_in_list_is_invalid)
+{
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[0,1,2,-1]}",
+                 CD_E_INVALID_ARGUMENT, "particles[3]: must be a non-negative integer");
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[0.5]}", CD_E_INVALID_ARGUMENT,
+                 "particles[0]: must be a non-negative integer");
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particle\":-3}", CD_E_INVALID_ARGUMENT,
+                 "particle: must be a non-negative integer");
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particles\":7}", CD_E_INVALID_ARGUMENT,
+                 "particles: must be an array");
+}
+
+Test(protocol_request, pin_bad_position_in_list_names_the_entry)
+{
+    expect_error("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[0,1],\"positions\":[[0,0,0],"
+                 "[1,1]]}",
+                 CD_E_INVALID_ARGUMENT, "positions[1]: must be an array of 3 finite numbers");
+}
+
+Test(protocol_request, pin_position_kinds_must_match_particle_kinds)
+{
+    expect_error_prefix("{\"cmd\":\"pin\",\"instance\":1,\"particle\":1,\"positions\":[[0,0,0]]}",
+                        CD_E_INVALID_ARGUMENT, "positions: ");
+    expect_error_prefix("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[1],\"position\":[0,0,0]}",
+                        CD_E_INVALID_ARGUMENT, "position: ");
+}
+
+Test(protocol_request, pin_list_over_max_list_is_limit_exceeded)
+{
+    cd_limits lim = {.max_particles = 1000, .max_list = 3};
+    expect_failure("{\"cmd\":\"pin\",\"instance\":1,\"particles\":[0,1,2,3]}", &lim,
+                   CD_E_LIMIT_EXCEEDED, "particles: 4 entries exceed the limit of 3", true);
+}
+
+Test(protocol_request, unpin_one_and_many)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"unpin\",\"instance\":2,\"particle\":5}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_UNPIN);
+    cr_assert_eq(req.instance, 2u);
+    cr_assert_eq(req.as.pin.count, 1u);
+    cr_assert_eq(req.as.pin.particles[0], 5u);
+    cr_assert_null(req.as.pin.positions);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"unpin\",\"instance\":2,\"particles\":[5,6]}", &req);
+    cr_assert_eq(req.as.pin.count, 2u);
+    cr_assert_eq(req.as.pin.particles[1], 6u);
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"unpin\",\"instance\":2}", CD_E_INVALID_ARGUMENT,
+                 "particle: required (or \"particles\")");
+}
+
+/* ---- wind, gravity ------------------------------------------------------- */
+
+Test(protocol_request, wind_on_an_instance)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"wind\",\"instance\":1,\"wind\":[1,0,0.5]}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_WIND);
+    cr_assert(req.has_instance);
+    cr_assert_eq(req.instance, 1u);
+    assert_vec3(req.as.wind.wind, 1, 0, 0.5f);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, wind_without_instance_is_global)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"wind\",\"wind\":[-2,0,0]}", &req);
+    cr_assert_not(req.has_instance);
+    assert_vec3(req.as.wind.wind, -2, 0, 0);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, wind_requires_the_wind_vector)
+{
+    expect_error("{\"cmd\":\"wind\",\"instance\":1}", CD_E_INVALID_ARGUMENT, "wind: required");
+    expect_error("{\"cmd\":\"wind\",\"wind\":[1,2]}", CD_E_INVALID_ARGUMENT,
+                 "wind: must be an array of 3 finite numbers");
+}
+
+Test(protocol_request, gravity_reads_the_vector)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"gravity\",\"instance\":4,\"gravity\":[0,-1.62,0]}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_GRAVITY);
+    cr_assert_eq(req.instance, 4u);
+    assert_vec3(req.as.gravity.gravity, 0, -1.62f, 0);
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"gravity\",\"instance\":4}", CD_E_INVALID_ARGUMENT,
+                 "gravity: required");
+}
+
+/* ---- colliders ----------------------------------------------------------- */
+
+Test(protocol_request, add_sphere_collider_uses_the_seed_defaults)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"sphere\"}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_ADD_COLLIDER);
+    const cd_collider_def *c = &req.as.add_collider.def;
+    cr_assert_eq(c->type, CD_COLLIDER_SPHERE);
+    assert_vec3(c->position, 0, 0, 0);
+    assert_vec3(c->normal, 0, 1, 0);
+    cr_assert_eq(c->radius, 0.5f);
+    cr_assert_eq(c->height, 1.0f);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, add_capsule_collider_reads_every_field)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"capsule\",\"position\":[0.5,1,0],"
+             "\"normal\":[0,5,0],\"radius\":0.1,\"height\":0.6}",
+             &req);
+    const cd_collider_def *c = &req.as.add_collider.def;
+    cr_assert_eq(c->type, CD_COLLIDER_CAPSULE);
+    assert_vec3(c->position, 0.5f, 1, 0);
+    assert_vec3(c->normal, 0, 1, 0); /* normalised */
+    cr_assert_eq(c->radius, 0.1f);
+    cr_assert_eq(c->height, 0.6f);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, add_plane_collider_normalises_the_normal)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"plane\",\"normal\":[3,4,0]}",
+             &req);
+    cr_assert_eq(req.as.add_collider.def.type, CD_COLLIDER_PLANE);
+    assert_vec3_near(req.as.add_collider.def.normal, 0.6f, 0.8f, 0);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, add_collider_zero_normal_is_invalid)
+{
+    expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"plane\",\"normal\":[0,0,0]}",
+                 CD_E_INVALID_ARGUMENT, "normal: must not be zero-length");
+}
+
+Test(protocol_request, add_collider_negative_radius_is_invalid)
+{
+    expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"sphere\",\"radius\":-0.5}",
+                 CD_E_INVALID_ARGUMENT, "radius: must be a number >= 0");
+    expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"capsule\",\"height\":-1}",
+                 CD_E_INVALID_ARGUMENT, "height: must be a number >= 0");
+}
+
+Test(protocol_request, add_collider_type_is_required_and_known)
+{
+    expect_error("{\"cmd\":\"addCollider\",\"instance\":1}", CD_E_INVALID_ARGUMENT,
+                 "type: required");
+    expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"cube\"}",
+                 CD_E_INVALID_ARGUMENT, "type: unknown collider type \"cube\"");
+    expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":2}", CD_E_INVALID_ARGUMENT,
+                 "type: must be a string");
+}
+
+Test(protocol_request, move_collider_with_position_or_normal)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":65537,\"position\":[1,2,3]}",
+             &req);
+    cr_assert_eq(req.cmd, CD_CMD_MOVE_COLLIDER);
+    cr_assert_eq(req.as.move_collider.collider, 65537u);
+    cr_assert(req.as.move_collider.has_position);
+    cr_assert_not(req.as.move_collider.has_normal);
+    assert_vec3(req.as.move_collider.position, 1, 2, 3);
+    cd_request_free(&req);
+
+    parse_ok("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":2,\"normal\":[0,0,-2]}", &req);
+    cr_assert_not(req.as.move_collider.has_position);
+    cr_assert(req.as.move_collider.has_normal);
+    assert_vec3(req.as.move_collider.normal, 0, 0, -1);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, move_collider_needs_a_collider_and_something_to_move)
+{
+    expect_error("{\"cmd\":\"moveCollider\",\"instance\":1,\"position\":[1,2,3]}",
+                 CD_E_INVALID_ARGUMENT, "collider: required");
+    expect_error("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":1}", CD_E_INVALID_ARGUMENT,
+                 "position: required unless \"normal\" is given");
+    expect_error("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":1,\"normal\":[0,0,0]}",
+                 CD_E_INVALID_ARGUMENT, "normal: must not be zero-length");
+}
+
+Test(protocol_request, remove_collider_reads_the_collider)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"removeCollider\",\"instance\":1,\"collider\":3}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_REMOVE_COLLIDER);
+    cr_assert_eq(req.as.remove_collider.collider, 3u);
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"removeCollider\",\"instance\":1,\"collider\":-3}",
+                 CD_E_INVALID_ARGUMENT, "collider: must be an integer in [0, 4294967295]");
+}
+
+/* ---- enable -------------------------------------------------------------- */
+
+Test(protocol_request, enable_reads_true_and_false)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"enable\",\"instance\":1,\"enabled\":false}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_ENABLE);
+    cr_assert_not(req.as.enable.enabled);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"enable\",\"instance\":1,\"enabled\":true}", &req);
+    cr_assert(req.as.enable.enabled);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, enable_without_enabled_is_invalid)
+{
+    expect_error("{\"cmd\":\"enable\",\"instance\":1}", CD_E_INVALID_ARGUMENT, "enabled: required");
+    expect_error("{\"cmd\":\"enable\",\"instance\":1,\"enabled\":1}", CD_E_INVALID_ARGUMENT,
+                 "enabled: must be true or false");
+}
+
+/* ---- step ---------------------------------------------------------------- */
+
+Test(protocol_request, step_defaults_to_one_sixtieth_for_every_instance)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"step\"}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_STEP);
+    cr_assert_eq(req.as.step.dt, 1.0f / 60.0f);
+    cr_assert(req.as.step.instances.all);
+    cr_assert_eq(req.as.step.instances.count, 0u);
+    cr_assert_null(req.as.step.instances.ids);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, step_reads_dt_and_instances)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"step\",\"dt\":0.005,\"instances\":[1,65538]}", &req);
+    cr_assert_eq(req.as.step.dt, 0.005f);
+    cr_assert_not(req.as.step.instances.all);
+    cr_assert_eq(req.as.step.instances.count, 2u);
+    cr_assert_eq(req.as.step.instances.ids[0], 1u);
+    cr_assert_eq(req.as.step.instances.ids[1], 65538u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"step\",\"dt\":1}", &req);
+    cr_assert_eq(req.as.step.dt, 1.0f);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, step_with_one_instance_is_a_list_of_one)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"step\",\"instance\":7}", &req);
+    cr_assert_not(req.as.step.instances.all);
+    cr_assert_eq(req.as.step.instances.count, 1u);
+    cr_assert_eq(req.as.step.instances.ids[0], 7u);
+    cr_assert(req.has_instance);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, step_dt_0_is_invalid)
+{
+    expect_error("{\"cmd\":\"step\",\"dt\":0}", CD_E_INVALID_ARGUMENT,
+                 "dt: must be a number in (0, 1]");
+    expect_error("{\"cmd\":\"step\",\"dt\":-0.01}", CD_E_INVALID_ARGUMENT,
+                 "dt: must be a number in (0, 1]");
+}
+
+Test(protocol_request, step_dt_2_is_invalid)
+{
+    expect_error("{\"cmd\":\"step\",\"dt\":2}", CD_E_INVALID_ARGUMENT,
+                 "dt: must be a number in (0, 1]");
+    expect_error("{\"cmd\":\"step\",\"dt\":\"0.1\"}", CD_E_INVALID_ARGUMENT,
+                 "dt: must be a number in (0, 1]");
+}
+
+Test(protocol_request, step_instances_list_over_max_list_is_limit_exceeded)
+{
+    cd_limits lim = {.max_particles = 1000, .max_list = 3};
+    expect_failure("{\"cmd\":\"step\",\"instances\":[1,2,3,4]}", &lim, CD_E_LIMIT_EXCEEDED,
+                   "instances: 4 entries exceed the limit of 3", true);
+}
+
+Test(protocol_request, step_bad_instance_entry_names_the_entry)
+{
+    expect_error("{\"cmd\":\"step\",\"instances\":[1,\"2\"]}", CD_E_INVALID_ARGUMENT,
+                 "instances[1]: must be an integer in [0, 4294967295]");
+}
+
+Test(protocol_request, instance_and_instances_together_are_invalid)
+{
+    expect_error("{\"cmd\":\"subscribe\",\"instance\":1,\"instances\":[1]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "instance: give either \"instance\" or \"instances\", not both");
+}
+
+/* ---- subscribe, unsubscribe ---------------------------------------------- */
+
+Test(protocol_request, subscribe_one_many_or_all)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"subscribe\",\"instance\":5}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_SUBSCRIBE);
+    cr_assert_not(req.as.subscribe.instances.all);
+    cr_assert_eq(req.as.subscribe.instances.count, 1u);
+    cr_assert_eq(req.as.subscribe.instances.ids[0], 5u);
+    cd_request_free(&req);
+
+    parse_ok("{\"cmd\":\"subscribe\",\"instances\":[5,6,7]}", &req);
+    cr_assert_eq(req.as.subscribe.instances.count, 3u);
+    cr_assert_eq(req.as.subscribe.instances.ids[2], 7u);
+    cd_request_free(&req);
+
+    parse_ok("{\"cmd\":\"subscribe\"}", &req);
+    cr_assert(req.as.subscribe.instances.all);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, unsubscribe_shares_the_subscribe_shapes)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"unsubscribe\",\"instances\":[9]}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_UNSUBSCRIBE);
+    cr_assert_eq(req.as.subscribe.instances.count, 1u);
+    cr_assert_eq(req.as.subscribe.instances.ids[0], 9u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"unsubscribe\"}", &req);
+    cr_assert(req.as.subscribe.instances.all);
+    cd_request_free(&req);
+}
+
+/* ---- robustness ---------------------------------------------------------- */
+
+Test(protocol_request, deeply_nested_input_is_a_parse_error_not_a_crash)
+{
+    size_t depth = 5000;
+    char *line = malloc(depth * 2 + 1);
+    cr_assert_not_null(line);
+    memset(line, '[', depth);
+    memset(line + depth, ']', depth);
+    line[2 * depth] = '\0';
+    expect_error_prefix(line, CD_E_PARSE_ERROR, "not valid JSON");
+    free(line);
+}
+
+Test(protocol_request, every_prefix_of_a_valid_line_fails_cleanly)
+{
+    const char *line = "{\"id\":\"k\",\"cmd\":\"pin\",\"instance\":1,\"particles\":[0,9],"
+                       "\"positions\":[[0,2,0],[0.9,2,0]]}";
+    size_t n = strlen(line);
+    for (size_t len = 0; len < n; len++) {
+        cd_request req;
+        cd_error err;
+        cr_assert_eq(cd_request_parse(line, len, NULL, &req, &err), CD_E_PARSE_ERROR,
+                     "prefix of %zu bytes", len);
+        cd_request_free(&req);
+    }
+}
