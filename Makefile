@@ -49,6 +49,18 @@ $(BUILD)/clothd: $(call obj,server/main.c) $(CORE_OBJ)
 $(BUILD)/unit_tests: $(TEST_OBJ) $(CORE_OBJ)
 	$(CC) $^ -o $@ $(LDLIBS) -lcriterion
 
+# The same unit tests built with AddressSanitizer and UBSan.
+SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-math-errno $(SAN) $(PKG_CFLAGS) -MMD -MP
+san_obj = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
+
+$(BUILD)/san/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/unit_tests_san: $(call san_obj,$(TEST_SRC) $(SOLVER_SRC) $(PROTOCOL_SRC) $(SERVER_SRC))
+	$(CC) $(SAN) $^ -o $@ $(LDLIBS) -lcriterion
+
 # ---- the README's two commands --------------------------------------------
 
 run: deps
@@ -58,10 +70,12 @@ run: deps
 test: deps-test
 	@$(MAKE) --no-print-directory check
 
-# e2e first (Python against the real server), Criterion last so that its
-# synthesis line closes the run.
-check: $(BUILD)/clothd $(BUILD)/unit_tests
+# e2e first (Python against the real server), then the unit tests under
+# the sanitizers, then the plain unit tests, whose synthesis line closes
+# the run.
+check: $(BUILD)/clothd $(BUILD)/unit_tests $(BUILD)/unit_tests_san
 	python3 tests/e2e/run_all.py --clothd $(BUILD)/clothd
+	./$(BUILD)/unit_tests_san --jobs 2
 	./$(BUILD)/unit_tests --jobs 2
 
 e2e: $(BUILD)/clothd
@@ -111,4 +125,4 @@ deps-bench:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/san -name '*.d' 2>/dev/null)
