@@ -94,7 +94,19 @@ static bool touches_busy(const cd_server *server, const cd_request *req)
 static bool check_particles(cd_conn *conn, const cd_request *req, const cd_instance *inst)
 {
     uint32_t n = cd_instance_particle_count(inst);
+    const cd_vec3 *positions = req->cmd == CD_CMD_PIN ? req->as.pin.positions : NULL;
     for (uint32_t i = 0; i < req->as.pin.count; i++) {
+        if (positions != NULL && !cd_vec3_in_world(positions[i])) {
+            if (req->as.pin.count == 1)
+                reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                           "position: outside the world box (|x|, |y|, |z| <= %g m)",
+                           (double)CD_WORLD_EXTENT);
+            else
+                reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                           "positions[%u]: outside the world box (|x|, |y|, |z| <= %g m)", i,
+                           (double)CD_WORLD_EXTENT);
+            return false;
+        }
         uint32_t p = req->as.pin.particles[i];
         if (p < n)
             continue;
@@ -126,6 +138,12 @@ static void cmd_create(cd_conn *conn, const cd_request *req)
         reply_fail(conn, req, st, "width, height: %llu particles exceed the limit of %u",
                    (unsigned long long)def->width * (unsigned long long)def->height,
                    conn->server->opts.max_particles);
+        return;
+    }
+    if (st == CD_E_INVALID_ARGUMENT) {
+        /* The parser checked every field; what is left is the layout. */
+        reply_fail(conn, req, st, "origin: the cloth reaches outside the world box "
+                                  "(|x|, |y|, |z| <= %g m)", (double)CD_WORLD_EXTENT);
         return;
     }
     if (st != CD_OK) {

@@ -55,7 +55,8 @@ cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *p
 {
     if (particle >= inst->particle_count)
         return CD_E_INVALID_ARGUMENT;
-    if (position != NULL && !cd_vec3_is_valid(*position))
+    /* Non-finite, or beyond the guard's box where every step would trip it. */
+    if (position != NULL && !cd_vec3_in_world(*position))
         return CD_E_INVALID_ARGUMENT;
     float *p = &inst->pos[3 * particle];
     if (position != NULL)

@@ -11,8 +11,6 @@
 
 #define CD_MAX_COLLIDERS 64
 
-/* Positions farther than this from the world origin count as a blow-up. */
-#define CD_GUARD_MAX_COORD 1.0e5f
 
 /* A distance constraint, 16 bytes; the step walks them in array order. */
 typedef struct cd_distance {

@@ -114,8 +114,10 @@ typedef struct cd_step_result {
 cd_world *cd_world_create(const cd_world_def *def);
 void cd_world_destroy(cd_world *world); /* NULL is fine */
 
-/* CD_E_INVALID_ARGUMENT for a def out of range, CD_E_LIMIT_EXCEEDED for
- * too many instances or particles, CD_E_INTERNAL for out of memory. */
+/* CD_E_INVALID_ARGUMENT for a def out of range (including a grid reaching
+ * farther than 1e5 m from the world origin on any axis, where the
+ * instability guard would stop every step), CD_E_LIMIT_EXCEEDED for too
+ * many instances or particles, CD_E_INTERNAL for out of memory. */
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id);
 cd_status cd_world_destroy_instance(cd_world *world, cd_id id);
 
@@ -143,7 +145,8 @@ bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle);
 
 /* Pins at `position`, or where the particle is when `position` is NULL.
  * Pinning a pinned particle moves its pin (a cape following a character).
- * CD_E_INVALID_ARGUMENT: index out of range or non-finite position. */
+ * CD_E_INVALID_ARGUMENT: index out of range, or a position non-finite or
+ * farther than 1e5 m from the world origin on any axis (the guard's box). */
 cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *position);
 /* Restores the particle's own inverse mass. */
 cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle);
@@ -175,5 +178,13 @@ float cd_instance_max_structural_strain(const cd_instance *inst);
 
 /* True when every component is finite. */
 bool cd_vec3_is_valid(cd_vec3 v);
+
+/* Half the side of the world box, metres. A position outside it on any axis
+ * counts as a blow-up for the instability guard, so pins and cloth layouts
+ * must lie inside it. */
+#define CD_WORLD_EXTENT 1.0e5f
+
+/* True when v is finite and inside the world box. */
+bool cd_vec3_in_world(cd_vec3 v);
 
 #endif

@@ -49,7 +49,7 @@ bool cd_stage_guard_ok(const cd_instance *inst)
     /* Branch-free scan; NaN fails the comparison and so counts as bad. */
     uint32_t bad = 0;
     for (uint32_t i = 0; i < n; i++)
-        bad |= !(fabsf(p[i]) <= CD_GUARD_MAX_COORD);
+        bad |= !(fabsf(p[i]) <= CD_WORLD_EXTENT);
     return bad == 0;
 }
 

@@ -62,6 +62,13 @@ bool cd_vec3_is_valid(cd_vec3 v)
     return cd_float_is_valid(v.x) && cd_float_is_valid(v.y) && cd_float_is_valid(v.z);
 }
 
+bool cd_vec3_in_world(cd_vec3 v)
+{
+    /* Written so that NaN fails every comparison. */
+    return fabsf(v.x) <= CD_WORLD_EXTENT && fabsf(v.y) <= CD_WORLD_EXTENT &&
+           fabsf(v.z) <= CD_WORLD_EXTENT;
+}
+
 cd_world *cd_world_create(const cd_world_def *def)
 {
     if (def == NULL || def->max_instances < 1 || def->max_instances > CD_MAX_INSTANCES ||
@@ -109,6 +116,26 @@ static bool axes_span_a_plane(cd_vec3 right, cd_vec3 down)
     return cd_v3_length(cd_v3_cross(r, d)) > 1e-3f;
 }
 
+/* True when every particle of the grid starts inside the instability
+ * guard's box: a cloth laid out beyond it would trip the guard on every
+ * step and could never be simulated. The grid is affine, so its corners
+ * bound it; they are computed as cd_cloth_build computes positions. */
+static bool grid_in_world(const cd_cloth_def *def)
+{
+    const cd_vec3 right = cd_v3_normalize_or(def->right, cd_v3(1, 0, 0));
+    const cd_vec3 down = cd_v3_normalize_or(def->down, cd_v3(0, -1, 0));
+    const float xs[2] = {0.0f, (float)(def->width - 1) * def->spacing};
+    const float ys[2] = {0.0f, (float)(def->height - 1) * def->spacing};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            cd_vec3 p = cd_v3_add(def->origin,
+                                  cd_v3_add(cd_v3_scale(right, xs[i]), cd_v3_scale(down, ys[j])));
+            if (!cd_vec3_in_world(p))
+                return false;
+        }
+    return true;
+}
+
 static bool cloth_def_is_valid(const cd_cloth_def *def)
 {
     return def->width >= 2 && def->height >= 2 && cd_float_is_valid(def->spacing) &&
@@ -117,7 +144,8 @@ static bool cloth_def_is_valid(const cd_cloth_def *def)
            def->bend_stiffness <= 1.0f && def->damping >= 0.0f && def->damping <= 1.0f &&
            def->solver_iterations >= 1 && cd_vec3_is_valid(def->origin) &&
            cd_vec3_is_valid(def->gravity) && cd_vec3_is_valid(def->right) &&
-           cd_vec3_is_valid(def->down) && axes_span_a_plane(def->right, def->down);
+           cd_vec3_is_valid(def->down) && axes_span_a_plane(def->right, def->down) &&
+           grid_in_world(def);
 }
 
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id)

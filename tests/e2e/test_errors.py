@@ -89,7 +89,16 @@ class ErrorsTest(ServerTestCase):
         self.check({"cmd": "pin", "instance": cid, "particle": 0, "position": [0, 0]}, "invalid_argument",
                    "position")
         self.check({"cmd": "unpin", "instance": cid, "particle": 100}, "invalid_argument", "particle")
+        # Outside the world box the guard would stop every step: refused whole.
+        self.check({"cmd": "pin", "instance": cid, "particle": 0, "position": [0, 2e5, 0]},
+                   "invalid_argument", "position")
+        self.check({"cmd": "pin", "instance": cid, "particles": [0, 1], "positions": [[0, 0, 0], [1e6, 0, 0]]},
+                   "invalid_argument", "positions[1]")
         self.assertEqual(self.c.get(cid).pinned, [], "a rejected pin must not pin anything")
+
+    def test_a_cloth_reaching_outside_the_world_box_should_be_refused(self):
+        self.check({"cmd": "create", "origin": [99999.95, 0, 0]}, "invalid_argument", "origin")
+        self.check({"cmd": "create", "origin": [0, 0, -2e5]}, "invalid_argument", "origin")
 
     def test_unknown_instance_should_be_not_found(self):
         self.check({"cmd": "get", "instance": 777}, "not_found", message="instance: no instance 777")

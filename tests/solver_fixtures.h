@@ -1,0 +1,75 @@
+/* Small helpers shared by the solver's Criterion suites: a world, a cloth,
+ * a particle's position. Everything here is static inline so each test file
+ * takes only what it uses. */
+#ifndef CLOTHD_TESTS_SOLVER_FIXTURES_H
+#define CLOTHD_TESTS_SOLVER_FIXTURES_H
+
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../solver/solver.h"
+
+/* The server's fixed step. */
+#define FX_DT (1.0f / 60.0f)
+#define FX_G 9.81
+
+static inline cd_vec3 fx_v3(float x, float y, float z)
+{
+    return (cd_vec3){x, y, z};
+}
+
+static inline cd_vec3 fx_no_wind(void)
+{
+    return (cd_vec3){0.0f, 0.0f, 0.0f};
+}
+
+static inline cd_world *fx_world(void)
+{
+    cd_world_def def = cd_default_world_def();
+    cd_world *world = cd_world_create(&def);
+    cr_assert_not_null(world, "the default world def is valid");
+    return world;
+}
+
+static inline cd_instance *fx_cloth(cd_world *world, const cd_cloth_def *def)
+{
+    cd_id id = 0;
+    cd_status st = cd_world_create_cloth(world, def, &id);
+    cr_assert_eq(st, CD_OK, "cloth def accepted (%s)", cd_status_name(st));
+    cd_instance *inst = cd_world_get(world, id);
+    cr_assert_not_null(inst);
+    return inst;
+}
+
+static inline cd_vec3 fx_pos(const cd_instance *inst, uint32_t i)
+{
+    const float *p = cd_instance_positions(inst);
+    return (cd_vec3){p[3 * i], p[3 * i + 1], p[3 * i + 2]};
+}
+
+static inline double fx_dist(cd_vec3 a, cd_vec3 b)
+{
+    double dx = (double)a.x - b.x, dy = (double)a.y - b.y, dz = (double)a.z - b.z;
+    return sqrt(dx * dx + dy * dy + dz * dz);
+}
+
+/* Copies an instance's positions into `out` (3 floats per particle). */
+static inline void fx_snapshot(const cd_instance *inst, float *out)
+{
+    memcpy(out, cd_instance_positions(inst),
+           sizeof(float) * 3u * cd_instance_particle_count(inst));
+}
+
+/* True when every coordinate is finite. */
+static inline bool fx_all_finite(const cd_instance *inst)
+{
+    const float *p = cd_instance_positions(inst);
+    for (uint32_t i = 0; i < 3u * cd_instance_particle_count(inst); i++)
+        if (!isfinite(p[i]))
+            return false;
+    return true;
+}
+
+#endif

@@ -1,0 +1,246 @@
+/* Determinism across worker counts: eight different cloths (sizes,
+ * parameters, pins, moving pins, colliders, wind, global wind) stepped 200
+ * times serially, through a 1-worker pool and through a 4-worker pool. Each
+ * step of each instance is one pool job; instances are islands, so the
+ * position bytes must hash the same whichever thread ran which step. */
+#include <math.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "../server/pool.h"
+#include "solver_fixtures.h"
+
+#define SCENE_CLOTHS 8
+#define SCENE_STEPS 200
+
+typedef struct scene {
+    cd_world *world;
+    cd_instance *cloth[SCENE_CLOTHS];
+    cd_id shoulder_collider; /* on cloth 5, moved every step */
+} scene;
+
+/* FNV-1a, 64-bit, over a byte range. */
+static uint64_t fnv1a(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t position_hash(const cd_instance *inst)
+{
+    const size_t bytes = sizeof(float) * 3u * cd_instance_particle_count(inst);
+    return fnv1a(cd_instance_positions(inst), bytes);
+}
+
+static cd_id add(cd_instance *inst, cd_collider_type type, cd_vec3 pos, cd_vec3 normal, float r,
+                 float height)
+{
+    cd_collider_def c = cd_default_collider_def(type);
+    c.position = pos;
+    c.normal = normal;
+    c.radius = r;
+    c.height = height;
+    cd_id id = 0;
+    cr_assert_eq(cd_instance_add_collider(inst, &c, &id), CD_OK);
+    return id;
+}
+
+static void build_scene(scene *s)
+{
+    s->world = fx_world();
+    cd_world_set_global_wind(s->world, fx_v3(0.5f, 0, -0.3f));
+    cd_cloth_def d;
+
+    /* 0: the seed's curtain, top row pinned. */
+    d = cd_default_cloth_def();
+    d.origin = fx_v3(0, 3, 0);
+    s->cloth[0] = fx_cloth(s->world, &d);
+    for (uint32_t x = 0; x < 10; x++)
+        cd_instance_pin(s->cloth[0], x, NULL);
+
+    /* 1: a flag on its left edge in a strong wind. */
+    d = cd_default_cloth_def();
+    d.width = 20;
+    d.height = 15;
+    d.spacing = 0.05f;
+    d.stiffness = 0.95f;
+    d.origin = fx_v3(5, 2, 0);
+    s->cloth[1] = fx_cloth(s->world, &d);
+    for (uint32_t y = 0; y < 15; y++)
+        cd_instance_pin(s->cloth[1], y * 20, NULL);
+    cd_instance_set_wind(s->cloth[1], fx_v3(3, 0, 1));
+
+    /* 2: a small tablecloth dropped on a sphere. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 7;
+    d.down = fx_v3(0, 0, 1);
+    d.origin = fx_v3(-0.3f, 0.6f, -0.3f);
+    s->cloth[2] = fx_cloth(s->world, &d);
+    add(s->cloth[2], CD_COLLIDER_SPHERE, fx_v3(0, 0, 0), fx_v3(0, 1, 0), 0.35f, 0);
+
+    /* 3: a capsule over a ground plane, heavy and damped. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 16;
+    d.spacing = 0.06f;
+    d.mass = 4.0f;
+    d.damping = 0.05f;
+    d.down = fx_v3(0, 0, 1);
+    d.origin = fx_v3(-0.45f, 0.5f, -0.45f);
+    s->cloth[3] = fx_cloth(s->world, &d);
+    add(s->cloth[3], CD_COLLIDER_CAPSULE, fx_v3(0, 0.2f, 0), fx_v3(1, 0.2f, 0.3f), 0.12f, 0.9f);
+    add(s->cloth[3], CD_COLLIDER_PLANE, fx_v3(0, 0, 0), fx_v3(0, 1, 0), 0, 0);
+
+    /* 4: a stiff ribbon, 16 iterations, hung by one corner. */
+    d = cd_default_cloth_def();
+    d.width = 5;
+    d.height = 30;
+    d.spacing = 0.04f;
+    d.stiffness = 1.0f;
+    d.bend_stiffness = 1.0f;
+    d.solver_iterations = 16;
+    d.origin = fx_v3(-3, 2, 0);
+    s->cloth[4] = fx_cloth(s->world, &d);
+    cd_instance_pin(s->cloth[4], 0, NULL);
+
+    /* 5: a cape whose shoulders move every step, brushing a moving capsule. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 12;
+    d.spacing = 0.05f;
+    d.damping = 0.05f;
+    d.bend_stiffness = 0.1f;
+    d.origin = fx_v3(0, 1.6f, 3);
+    s->cloth[5] = fx_cloth(s->world, &d);
+    s->shoulder_collider =
+        add(s->cloth[5], CD_COLLIDER_CAPSULE, fx_v3(0.25f, 1.3f, 2.9f), fx_v3(0, 1, 0), 0.1f, 0.6f);
+
+    /* 6: a big cloth sliding down a tilted plane, 8 iterations. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 25;
+    d.spacing = 0.04f;
+    d.solver_iterations = 8;
+    d.down = fx_v3(0, 0.2f, 1);
+    d.origin = fx_v3(10, 1, 0);
+    s->cloth[6] = fx_cloth(s->world, &d);
+    add(s->cloth[6], CD_COLLIDER_PLANE, fx_v3(10, 0.5f, 0), fx_v3(0.2f, 1, 0.1f), 0, 0);
+
+    /* 7: a rope-like strip under sideways gravity, undamped, 2 iterations. */
+    d = cd_default_cloth_def();
+    d.width = 3;
+    d.height = 40;
+    d.spacing = 0.03f;
+    d.damping = 0.0f;
+    d.solver_iterations = 2;
+    d.gravity = fx_v3(2, -9.81f, 1);
+    d.origin = fx_v3(-6, 2, 0);
+    s->cloth[7] = fx_cloth(s->world, &d);
+    cd_instance_pin(s->cloth[7], 1, NULL);
+    cd_instance_set_wind(s->cloth[7], fx_v3(0, 0, -2));
+}
+
+/* The host's part of a step, done serially before the instances step: the
+ * cape's shoulders and the capsule beside them follow a path. */
+static void animate(scene *s, int step)
+{
+    const float t = (float)step * FX_DT;
+    const float sway = 0.2f * sinf(2.0f * t);
+    cd_vec3 left = fx_v3(sway, 1.6f, 3), right = fx_v3(sway + 0.55f, 1.6f, 3);
+    cd_vec3 arm = fx_v3(sway + 0.25f, 1.3f, 2.9f + 0.1f * cosf(3.0f * t));
+    cd_instance_pin(s->cloth[5], 0, &left);
+    cd_instance_pin(s->cloth[5], 11, &right);
+    cd_instance_move_collider(s->cloth[5], s->shoulder_collider, &arm, NULL);
+}
+
+typedef struct step_job {
+    cd_job job; /* first: a cd_job * is a step_job * */
+    cd_instance *inst;
+    cd_vec3 global_wind;
+    bool unstable;
+} step_job;
+
+static void step_run(cd_job *job)
+{
+    step_job *sj = (step_job *)job;
+    sj->unstable |= cd_instance_step(sj->inst, FX_DT, sj->global_wind).unstable;
+}
+
+/* Steps the scene, through `pool` when given, and hashes every cloth. */
+static void run_scene(cd_pool *pool, uint64_t hashes[SCENE_CLOTHS])
+{
+    scene s;
+    build_scene(&s);
+    uint64_t initial[SCENE_CLOTHS];
+    for (int k = 0; k < SCENE_CLOTHS; k++)
+        initial[k] = position_hash(s.cloth[k]);
+
+    step_job jobs[SCENE_CLOTHS];
+    cd_job *list[SCENE_CLOTHS];
+    for (int k = 0; k < SCENE_CLOTHS; k++) {
+        jobs[k] = (step_job){.job = {.run = step_run},
+                             .inst = s.cloth[k],
+                             .global_wind = cd_world_global_wind(s.world)};
+        list[k] = &jobs[k].job;
+    }
+    for (int step = 1; step <= SCENE_STEPS; step++) {
+        animate(&s, step);
+        if (pool != NULL) {
+            cd_pool_run_batch(pool, list, SCENE_CLOTHS);
+        } else {
+            for (int k = 0; k < SCENE_CLOTHS; k++)
+                step_run(list[k]);
+        }
+    }
+    for (int k = 0; k < SCENE_CLOTHS; k++) {
+        hashes[k] = position_hash(s.cloth[k]);
+        cr_assert_not(jobs[k].unstable, "cloth %d tripped the guard", k);
+        cr_assert_neq(hashes[k], initial[k], "cloth %d never moved", k);
+        cd_instance_info info;
+        cd_instance_get_info(s.cloth[k], &info);
+        cr_assert_eq(info.frame, (uint64_t)SCENE_STEPS, "cloth %d missed steps", k);
+    }
+    cd_world_destroy(s.world);
+}
+
+static void run_pooled(unsigned workers, uint64_t hashes[SCENE_CLOTHS])
+{
+    cd_pool *pool = cd_pool_create(workers, 4, NULL, NULL); /* capacity < jobs */
+    cr_assert_not_null(pool);
+    run_scene(pool, hashes);
+    cd_pool_destroy(pool);
+}
+
+Test(determinism, positions_should_hash_the_same_with_1_or_4_workers_or_none, .timeout = 30)
+{
+    uint64_t serial[SCENE_CLOTHS], one[SCENE_CLOTHS], four[SCENE_CLOTHS], again[SCENE_CLOTHS];
+    run_scene(NULL, serial);
+    run_pooled(1, one);
+    run_pooled(4, four);
+    run_pooled(4, again); /* a second 4-worker run schedules differently */
+    for (int k = 0; k < SCENE_CLOTHS; k++) {
+        /* Bit-identical: the FNV-1a of the position bytes matches exactly. */
+        cr_assert_eq(one[k], serial[k], "cloth %d: 1 worker %016llx, serial %016llx", k,
+                     (unsigned long long)one[k], (unsigned long long)serial[k]);
+        cr_assert_eq(four[k], serial[k], "cloth %d: 4 workers %016llx, serial %016llx", k,
+                     (unsigned long long)four[k], (unsigned long long)serial[k]);
+        cr_assert_eq(again[k], serial[k], "cloth %d: second 4-worker run differs", k);
+    }
+    /* Eight different cloths, eight different hashes. */
+    for (int a = 0; a < SCENE_CLOTHS; a++)
+        for (int b = a + 1; b < SCENE_CLOTHS; b++)
+            cr_assert_neq(serial[a], serial[b], "cloths %d and %d hash alike", a, b);
+}
+
+Test(determinism, same_scene_should_hash_the_same_in_two_worlds)
+{
+    /* Nothing global leaks between worlds: two serial runs agree. */
+    uint64_t first[SCENE_CLOTHS], second[SCENE_CLOTHS];
+    run_scene(NULL, first);
+    run_scene(NULL, second);
+    for (int k = 0; k < SCENE_CLOTHS; k++)
+        cr_assert_eq(first[k], second[k], "cloth %d", k);
+}
