@@ -1,0 +1,511 @@
+/* bench_clothd — clothd's side of `make bench`.
+ *
+ * Times the solver through its public API (solver/solver.h) and the worker
+ * pool (server/pool.h), with no sockets in the way. bench/run.py drives it
+ * together with bench_bullet and prints the tables; see bench/README.md.
+ *
+ * The curtain: W x W particles, the seed's defaults (spacing 0.1 m, total
+ * mass 1 kg, stiffness 0.9, bend 0.5, damping 0.01, right (1,0,0), down
+ * (0,-1,0), g (0,-9.81,0)) with the given solver iterations, the top row
+ * (row 0, particles 0..W-1) pinned in place, dt 1/60.
+ *
+ * Usage:
+ *   bench_clothd           runs a default script and prints one line per case
+ *   bench_clothd --serve   reads commands from stdin, one per line, and
+ *                          answers each with one `TAG {json}` line (flushed)
+ * Commands:
+ *   curtain N ITERS WARMUP   build the timed curtain, run WARMUP steps -> READY
+ *   sample STEPS             time STEPS steps of the timed curtain  -> SAMPLE
+ *   strain N ITERS STEPS     fresh curtain, STEPS steps, max strain -> STRAIN
+ *   free                     drop the timed curtain                 -> FREED
+ *   workers COUNT N ITERS WARMUP STEPS SAMPLES
+ *                            COUNT curtains of N x N stepped through a
+ *                            1-worker and a 2-worker pool, samples
+ *                            alternating, then a position hash of each set
+ *                                                                    -> WORKERS
+ *   memory W H               cd_instance_memory of a W x H cloth   -> MEMORY
+ *   quit
+ * Errors: `ERROR {"message":...}` and exit code 1. A determinism mismatch is
+ * reported in WORKERS with "identical":false; the run goes on and exits 1.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../server/pool.h"
+#include "../solver/solver.h"
+
+#define BENCH_DT (1.0f / 60.0f)
+#define BENCH_SEED_MEMORY_ESTIMATE 57000u /* the seed's ~57 KB for 20 x 20 */
+#define BENCH_MAX_SAMPLES 64
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the calling thread: unlike wall time, it does not grow while
+ * other processes of a shared machine have the core. */
+static double thread_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the whole process (every worker thread included). */
+static double process_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void emit(const char *tag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(const char *tag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", tag);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+}
+
+static int fail(const char *message)
+{
+    emit("ERROR", "{\"engine\":\"clothd\",\"message\":\"%s\"}", message);
+    return 1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *values, int count)
+{
+    double sorted[BENCH_MAX_SAMPLES];
+    memcpy(sorted, values, (size_t)count * sizeof *sorted);
+    qsort(sorted, (size_t)count, sizeof *sorted, cmp_double);
+    return count % 2 ? sorted[count / 2] : 0.5 * (sorted[count / 2 - 1] + sorted[count / 2]);
+}
+
+/* FNV-1a over the bytes of every position of the instance. */
+static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < size; i++) {
+        hash ^= p[i];
+        hash *= 1099511628211ull;
+    }
+    return hash;
+}
+
+#define FNV_OFFSET 14695981039346656037ull
+
+/* ---- curtains --------------------------------------------------------- */
+
+/* Creates a pinned curtain in `world`; NULL (and a printed error) on failure. */
+static cd_instance *make_curtain(cd_world *world, int n, int iters)
+{
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = n;
+    def.height = n;
+    def.solver_iterations = iters;
+    cd_id id = 0;
+    cd_status status = cd_world_create_cloth(world, &def, &id);
+    if (status != CD_OK) {
+        fail(cd_status_message(status));
+        return NULL;
+    }
+    cd_instance *inst = cd_world_get(world, id);
+    if (inst == NULL) {
+        fail("cd_world_get returned NULL for a fresh id");
+        return NULL;
+    }
+    /* The default layout hangs the sheet from row 0: particle x of row y is
+     * at origin + right * x * spacing + down * y * spacing. Check it. */
+    const float *p = cd_instance_positions(inst);
+    const float s = def.spacing;
+    if (p[3] < 0.99f * s || p[3] > 1.01f * s || p[3 * n + 1] > -0.99f * s ||
+        p[3 * n + 1] < -1.01f * s) {
+        fail("unexpected particle layout: row 0 is not the top row");
+        return NULL;
+    }
+    for (int x = 0; x < n; x++) {
+        if (cd_instance_pin(inst, (uint32_t)x, NULL) != CD_OK) {
+            fail("cd_instance_pin failed");
+            return NULL;
+        }
+    }
+    return inst;
+}
+
+/* Steps `steps` times; false when the instability guard fired. */
+static bool step_curtain(cd_instance *inst, int steps)
+{
+    const cd_vec3 no_wind = {0.0f, 0.0f, 0.0f};
+    bool ok = true;
+    for (int i = 0; i < steps; i++) {
+        cd_step_result r = cd_instance_step(inst, BENCH_DT, no_wind);
+        ok = ok && !r.unstable;
+    }
+    return ok;
+}
+
+typedef struct bench_state {
+    cd_world *world;
+    cd_instance *timed;
+    int timed_n, timed_iters;
+    uint32_t timed_constraints;
+    bool mismatch; /* worker counts gave different positions */
+} bench_state;
+
+static void free_timed(bench_state *st)
+{
+    if (st->timed != NULL)
+        cd_world_destroy_instance(st->world, cd_instance_id(st->timed));
+    st->timed = NULL;
+}
+
+static int cmd_curtain(bench_state *st, int n, int iters, int warmup)
+{
+    free_timed(st);
+    cd_instance *inst = make_curtain(st->world, n, iters);
+    if (inst == NULL)
+        return 1;
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    st->timed = inst;
+    st->timed_n = n;
+    st->timed_iters = iters;
+    st->timed_constraints = info.constraints;
+    const double t0 = now_seconds();
+    const bool ok = step_curtain(inst, warmup);
+    const double t1 = now_seconds();
+    if (!ok)
+        return fail("curtain: the instability guard fired during warm-up");
+    emit("READY",
+         "{\"engine\":\"clothd\",\"n\":%d,\"iters\":%d,\"particles\":%" PRIu32
+         ",\"constraints\":%" PRIu32 ",\"warmup_steps\":%d,\"warmup_us\":%.2f}",
+         n, iters, info.particles, info.constraints, warmup,
+         warmup > 0 ? (t1 - t0) * 1e6 / warmup : 0.0);
+    return 0;
+}
+
+static int cmd_sample(bench_state *st, int steps, double *out_us)
+{
+    if (st->timed == NULL)
+        return fail("sample: no curtain");
+    const double c0 = thread_cpu_seconds();
+    const double t0 = now_seconds();
+    const bool ok = step_curtain(st->timed, steps);
+    const double us = (now_seconds() - t0) * 1e6 / steps;
+    const double cpu_us = (thread_cpu_seconds() - c0) * 1e6 / steps;
+    if (!ok)
+        return fail("sample: the instability guard fired");
+    if (out_us != NULL)
+        *out_us = us;
+    else
+        emit("SAMPLE",
+             "{\"engine\":\"clothd\",\"n\":%d,\"steps\":%d,\"us\":%.3f,\"cpu_us\":%.3f,"
+             "\"projections_per_s\":%.0f}",
+             st->timed_n, steps, us, cpu_us,
+             (double)st->timed_constraints * st->timed_iters / (us * 1e-6));
+    return 0;
+}
+
+static int cmd_strain(bench_state *st, int n, int iters, int steps, double *out_strain)
+{
+    cd_instance *inst = make_curtain(st->world, n, iters);
+    if (inst == NULL)
+        return 1;
+    const bool ok = step_curtain(inst, steps);
+    const double strain = cd_instance_max_structural_strain(inst);
+    cd_world_destroy_instance(st->world, cd_instance_id(inst));
+    if (!ok)
+        return fail("strain: the instability guard fired");
+    if (out_strain != NULL)
+        *out_strain = strain;
+    else
+        emit("STRAIN", "{\"engine\":\"clothd\",\"n\":%d,\"iters\":%d,\"steps\":%d,\"strain\":%.6f}",
+             n, iters, steps, strain);
+    return 0;
+}
+
+/* ---- worker scaling --------------------------------------------------- */
+
+typedef struct bench_set {
+    cd_pool *pool;
+    unsigned workers;
+    int count;
+    cd_job *jobs;
+    cd_job **job_ptrs;
+    cd_instance **insts;
+    double sps[BENCH_MAX_SAMPLES];   /* instance steps per second, per sample */
+    double cores[BENCH_MAX_SAMPLES]; /* process CPU seconds per wall second */
+} bench_set;
+
+static void step_job(cd_job *job)
+{
+    /* An instance caught by the instability guard keeps its flag until it is
+     * enabled again; any_unstable() reads it after the run. */
+    const cd_vec3 no_wind = {0.0f, 0.0f, 0.0f};
+    (void)cd_instance_step(job->user, BENCH_DT, no_wind);
+}
+
+static void step_set(bench_set *set, int steps)
+{
+    for (int i = 0; i < steps; i++)
+        cd_pool_run_batch(set->pool, set->job_ptrs, (uint32_t)set->count);
+}
+
+static uint64_t hash_set(const bench_set *set)
+{
+    uint64_t h = FNV_OFFSET;
+    for (int i = 0; i < set->count; i++) {
+        const cd_instance *inst = set->insts[i];
+        h = fnv1a(h, cd_instance_positions(inst),
+                  (size_t)cd_instance_particle_count(inst) * 3 * sizeof(float));
+    }
+    return h;
+}
+
+static bool any_unstable(const bench_set *set)
+{
+    for (int i = 0; i < set->count; i++) {
+        cd_instance_info info;
+        cd_instance_get_info(set->insts[i], &info);
+        if (info.unstable)
+            return true;
+    }
+    return false;
+}
+
+static void free_set(bench_set *set)
+{
+    cd_pool_destroy(set->pool);
+    free(set->jobs);
+    free(set->job_ptrs);
+    free(set->insts);
+}
+
+static int init_set(bench_set *set, cd_world *world, unsigned workers, int count, int n, int iters)
+{
+    memset(set, 0, sizeof *set);
+    set->workers = workers;
+    set->count = count;
+    set->pool = cd_pool_create(workers, (uint32_t)count, NULL, NULL);
+    set->jobs = calloc((size_t)count, sizeof *set->jobs);
+    set->job_ptrs = calloc((size_t)count, sizeof *set->job_ptrs);
+    set->insts = calloc((size_t)count, sizeof *set->insts);
+    if (set->pool == NULL || set->jobs == NULL || set->job_ptrs == NULL || set->insts == NULL)
+        return fail("workers: cannot create the pool or the job arrays");
+    for (int i = 0; i < count; i++) {
+        set->insts[i] = make_curtain(world, n, iters);
+        if (set->insts[i] == NULL)
+            return 1;
+        set->jobs[i].run = step_job;
+        set->jobs[i].user = set->insts[i];
+        set->job_ptrs[i] = &set->jobs[i];
+    }
+    return 0;
+}
+
+static int cmd_workers(bench_state *st, int count, int n, int iters, int warmup, int steps,
+                       int samples)
+{
+    if (samples < 1 || samples > BENCH_MAX_SAMPLES)
+        return fail("workers: SAMPLES must be in [1, 64]");
+    bench_set sets[2];
+    memset(sets, 0, sizeof sets);
+    int rc = init_set(&sets[0], st->world, 1, count, n, iters);
+    if (rc == 0)
+        rc = init_set(&sets[1], st->world, 2, count, n, iters);
+    if (rc == 0) {
+        step_set(&sets[0], warmup);
+        step_set(&sets[1], warmup);
+        /* A/B/A/B: drift of the shared machine hits both sets alike. */
+        double ratios[BENCH_MAX_SAMPLES];
+        for (int s = 0; s < samples; s++) {
+            for (int k = 0; k < 2; k++) {
+                const double c0 = process_cpu_seconds();
+                const double t0 = now_seconds();
+                step_set(&sets[k], steps);
+                const double wall = now_seconds() - t0;
+                sets[k].sps[s] = (double)count * steps / wall;
+                sets[k].cores[s] = (process_cpu_seconds() - c0) / wall;
+            }
+            ratios[s] = sets[1].sps[s] / sets[0].sps[s];
+        }
+        const uint64_t h1 = hash_set(&sets[0]), h2 = hash_set(&sets[1]);
+        const bool unstable = any_unstable(&sets[0]) || any_unstable(&sets[1]);
+        const double m1 = median(sets[0].sps, samples), m2 = median(sets[1].sps, samples);
+        emit("WORKERS",
+             "{\"engine\":\"clothd\",\"instances\":%d,\"n\":%d,\"iters\":%d,\"warmup_steps\":%d,"
+             "\"steps_per_sample\":%d,\"samples\":%d,"
+             "\"w1_instance_steps_per_s\":%.1f,\"w2_instance_steps_per_s\":%.1f,"
+             "\"w1_set_steps_per_s\":%.2f,\"w2_set_steps_per_s\":%.2f,"
+             "\"speedup\":%.4f,\"speedup_paired\":%.4f,\"w1_cores_used\":%.3f,"
+             "\"w2_cores_used\":%.3f,\"steps_each\":%d,"
+             "\"hash_w1\":\"%016" PRIx64 "\",\"hash_w2\":\"%016" PRIx64 "\",\"identical\":%s,"
+             "\"unstable\":%s}",
+             count, n, iters, warmup, steps, samples, m1, m2, m1 / count, m2 / count, m2 / m1,
+             median(ratios, samples), median(sets[0].cores, samples),
+             median(sets[1].cores, samples), warmup + steps * samples, h1, h2,
+             h1 == h2 ? "true" : "false", unstable ? "true" : "false");
+        if (h1 != h2)
+            st->mismatch = true; /* reported, and the exit code says so */
+    }
+    for (int k = 1; k >= 0; k--) {
+        if (sets[k].insts != NULL) {
+            for (int i = 0; i < sets[k].count; i++) {
+                if (sets[k].insts[i] != NULL)
+                    cd_world_destroy_instance(st->world, cd_instance_id(sets[k].insts[i]));
+            }
+        }
+        free_set(&sets[k]);
+    }
+    return rc;
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+static int cmd_memory(bench_state *st, int w, int h)
+{
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = w;
+    def.height = h;
+    cd_id id = 0;
+    cd_status status = cd_world_create_cloth(st->world, &def, &id);
+    if (status != CD_OK)
+        return fail(cd_status_message(status));
+    const cd_instance *inst = cd_world_get(st->world, id);
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    const size_t bytes = cd_instance_memory(inst);
+    cd_world_destroy_instance(st->world, id);
+    emit("MEMORY",
+         "{\"engine\":\"clothd\",\"width\":%d,\"height\":%d,\"particles\":%" PRIu32
+         ",\"constraints\":%" PRIu32 ",\"bytes\":%zu,\"seed_estimate_bytes\":%u,\"ratio\":%.4f}",
+         w, h, info.particles, info.constraints, bytes, BENCH_SEED_MEMORY_ESTIMATE,
+         (double)bytes / BENCH_SEED_MEMORY_ESTIMATE);
+    return 0;
+}
+
+/* ---- driver ----------------------------------------------------------- */
+
+/* Returns 0 to go on, 1 on error, 2 on quit. */
+static int run_command(bench_state *st, const char *line)
+{
+    char cmd[32];
+    int a = 0, b = 0, c = 0, d = 0, e = 0, f = 0;
+    int got = sscanf(line, "%31s %d %d %d %d %d %d", cmd, &a, &b, &c, &d, &e, &f);
+    if (got < 1)
+        return 0;
+    if (strcmp(cmd, "curtain") == 0) {
+        if (got != 4 || a < 2 || b < 1 || c < 0)
+            return fail("curtain: expected N ITERS WARMUP");
+        return cmd_curtain(st, a, b, c);
+    }
+    if (strcmp(cmd, "sample") == 0) {
+        if (got != 2 || a < 1)
+            return fail("sample: expected STEPS >= 1");
+        return cmd_sample(st, a, NULL);
+    }
+    if (strcmp(cmd, "strain") == 0) {
+        if (got != 4 || a < 2 || b < 1 || c < 0)
+            return fail("strain: expected N ITERS STEPS");
+        return cmd_strain(st, a, b, c, NULL);
+    }
+    if (strcmp(cmd, "free") == 0) {
+        free_timed(st);
+        emit("FREED", "{\"engine\":\"clothd\"}");
+        return 0;
+    }
+    if (strcmp(cmd, "workers") == 0) {
+        if (got != 7 || a < 1 || b < 2 || c < 1 || d < 0 || e < 1 || f < 1)
+            return fail("workers: expected COUNT N ITERS WARMUP STEPS SAMPLES");
+        return cmd_workers(st, a, b, c, d, e, f);
+    }
+    if (strcmp(cmd, "memory") == 0) {
+        if (got != 3 || a < 2 || b < 2)
+            return fail("memory: expected W H");
+        return cmd_memory(st, a, b);
+    }
+    if (strcmp(cmd, "quit") == 0)
+        return 2;
+    return fail("unknown command");
+}
+
+/* Stand-alone run, no interleaving with Bullet. */
+static int run_default(bench_state *st)
+{
+    static const int sizes[] = {32, 64, 128};
+    static const int steps[] = {400, 100, 25};
+    for (int k = 0; k < 3; k++) {
+        if (cmd_curtain(st, sizes[k], 8, 120))
+            return 1;
+        double us[7];
+        for (int i = 0; i < 7; i++) {
+            if (cmd_sample(st, steps[k], &us[i]))
+                return 1;
+        }
+        const double med = median(us, 7);
+        const uint32_t constraints = st->timed_constraints;
+        free_timed(st);
+        double strain = 0.0;
+        if (cmd_strain(st, sizes[k], 8, 300, &strain))
+            return 1;
+        emit("CLOTHD",
+             "{\"case\":\"curtain\",\"n\":%d,\"iters\":8,\"constraints\":%" PRIu32
+             ",\"clothd_us\":%.2f,\"clothd_projections_per_s\":%.0f,\"clothd_strain\":%.6f}",
+             sizes[k], constraints, med, (double)constraints * 8 / (med * 1e-6), strain);
+    }
+    if (run_command(st, "workers 64 32 8 60 20 7"))
+        return 1;
+    return run_command(st, "memory 20 20");
+}
+
+int main(int argc, char **argv)
+{
+    bool serve = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--serve") == 0) {
+            serve = true;
+        } else {
+            fprintf(stderr, "usage: %s [--serve]\n", argv[0]);
+            return 2;
+        }
+    }
+    cd_world_def wdef = cd_default_world_def();
+    bench_state st = {.world = cd_world_create(&wdef)};
+    if (st.world == NULL)
+        return fail("cd_world_create failed");
+    int rc = 0;
+    if (!serve) {
+        rc = run_default(&st);
+    } else {
+        char line[256];
+        while (fgets(line, sizeof line, stdin) != NULL) {
+            rc = run_command(&st, line);
+            if (rc != 0)
+                break;
+        }
+        if (rc == 2)
+            rc = 0;
+    }
+    free_timed(&st);
+    cd_world_destroy(st.world);
+    return rc != 0 || st.mismatch ? 1 : 0;
+}
