@@ -5,7 +5,8 @@
  *   bending     (x,y)-(x+2,y), (x,y)-(x,y+2)     rest 2s,     bendStiffness
  *
  * Constraints are stored in that order (structural first, which
- * cd_instance_max_structural_strain relies on). */
+ * cd_instance_max_structural_strain relies on), each family in two colours
+ * (see push_family). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -19,41 +20,53 @@ static uint32_t cloth_constraint_count(uint32_t w, uint32_t h)
     return (w - 1) * h + w * (h - 1) + 2 * (w - 1) * (h - 1) + (w - 2) * h + w * (h - 2);
 }
 
-static void push(cd_distance *c, uint32_t *n, uint32_t a, uint32_t b, float rest, float k)
+/* One family of the table: for every grid cell (x, y) where both ends
+ * exist, particle (x + ax, y + ay) joined to (x + bx, y + by).
+ *
+ * The family is emitted in two colours, (coord / period) % 2 along
+ * `colour_x ? x : y`, chosen so that no two constraints of one colour share
+ * a particle. Consecutive projections are then independent and the CPU
+ * overlaps them instead of waiting on the previous store; it is still
+ * Gauss-Seidel, in a fixed order, so still deterministic. */
+typedef struct cd_family {
+    uint32_t ax, ay, bx, by;
+    bool colour_x;
+    uint32_t period;
+} cd_family;
+
+static void push_family(cd_distance *c, uint32_t *n, uint32_t w, uint32_t h, cd_family f,
+                        float rest, float k)
 {
-    c[(*n)++] = (cd_distance){.a = a, .b = b, .rest = rest, .stiffness = k};
+    const uint32_t nx = w - (f.ax > f.bx ? f.ax : f.bx);
+    const uint32_t ny = h - (f.ay > f.by ? f.ay : f.by);
+    for (uint32_t colour = 0; colour < 2; colour++)
+        for (uint32_t y = 0; y < ny; y++)
+            for (uint32_t x = 0; x < nx; x++) {
+                if (((f.colour_x ? x : y) / f.period) % 2 != colour)
+                    continue;
+                c[(*n)++] = (cd_distance){.a = (y + f.ay) * w + x + f.ax,
+                                          .b = (y + f.by) * w + x + f.bx,
+                                          .rest = rest,
+                                          .stiffness = k};
+            }
 }
 
 static void build_constraints(cd_instance *inst, const cd_cloth_def *def)
 {
     const uint32_t w = (uint32_t)def->width, h = (uint32_t)def->height;
     const float s = def->spacing;
-    const float k = def->stiffness;
     const float shear_k = def->stiffness * CD_SHEAR_FACTOR;
-    const float shear_rest = s * sqrtf(2.0f);
     cd_distance *c = inst->constraints;
     uint32_t n = 0;
 
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x + 1 < w; x++)
-            push(c, &n, y * w + x, y * w + x + 1, s, k);
-    for (uint32_t y = 0; y + 1 < h; y++)
-        for (uint32_t x = 0; x < w; x++)
-            push(c, &n, y * w + x, (y + 1) * w + x, s, k);
+    /*                                        a       b    colour along, period */
+    push_family(c, &n, w, h, (cd_family){0, 0, 1, 0, true, 1}, s, def->stiffness);
+    push_family(c, &n, w, h, (cd_family){0, 0, 0, 1, false, 1}, s, def->stiffness);
     inst->structural_count = n;
-
-    for (uint32_t y = 0; y + 1 < h; y++)
-        for (uint32_t x = 0; x + 1 < w; x++) {
-            push(c, &n, y * w + x, (y + 1) * w + x + 1, shear_rest, shear_k);
-            push(c, &n, y * w + x + 1, (y + 1) * w + x, shear_rest, shear_k);
-        }
-
-    for (uint32_t y = 0; y < h; y++)
-        for (uint32_t x = 0; x + 2 < w; x++)
-            push(c, &n, y * w + x, y * w + x + 2, 2.0f * s, def->bend_stiffness);
-    for (uint32_t y = 0; y + 2 < h; y++)
-        for (uint32_t x = 0; x < w; x++)
-            push(c, &n, y * w + x, (y + 2) * w + x, 2.0f * s, def->bend_stiffness);
+    push_family(c, &n, w, h, (cd_family){0, 0, 1, 1, false, 1}, s * sqrtf(2.0f), shear_k);
+    push_family(c, &n, w, h, (cd_family){1, 0, 0, 1, false, 1}, s * sqrtf(2.0f), shear_k);
+    push_family(c, &n, w, h, (cd_family){0, 0, 2, 0, true, 2}, 2.0f * s, def->bend_stiffness);
+    push_family(c, &n, w, h, (cd_family){0, 0, 0, 2, false, 2}, 2.0f * s, def->bend_stiffness);
 
     assert(n == inst->constraint_count);
 }
