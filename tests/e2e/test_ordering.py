@@ -1,0 +1,65 @@
+"""Commands for an instance that is being stepped wait for that step: they
+are applied in order after it, never concurrently with it.
+
+A 256x256 cloth at 200 iterations takes a few hundred milliseconds to step,
+so requests sent 100 ms after the step request reach the server while the
+step is certainly in flight."""
+
+import struct
+import time
+import unittest
+
+from server import fresh_server
+
+DT = 1 / 60
+
+
+def floats(flat) -> bytes:
+    return struct.pack(f"<{len(flat)}f", *flat)
+
+
+class OrderingTest(unittest.TestCase):
+    def test_requests_for_a_busy_instance_should_run_after_its_step(self):
+        srv = fresh_server(self)
+        stepper, other = srv.client(timeout=60), srv.client(timeout=60)
+        self.addCleanup(stepper.close)
+        self.addCleanup(other.close)
+        big = stepper.create_cloth(width=256, height=256, spacing=0.01, solver_iterations=200)
+        small = stepper.create_cloth(width=4, height=4)
+        stepper.pin(big, list(range(256)))
+
+        stepper.send_json({"id": "s", "cmd": "step", "dt": DT, "instances": [big]})
+        time.sleep(0.1)
+        # Not about the busy instance: answered at once, during the step.
+        t0 = time.monotonic()
+        self.assertEqual(other.get(small).frame, 0)
+        quick = time.monotonic() - t0
+        # About the busy instance: deferred until the step is back.
+        got = other.get(big)
+        self.assertEqual(got.frame, 1, "get must see the state after the step, never during it")
+        other.pin(big, 300, position=[5, 5, 5])
+
+        reply = stepper.read_reply()
+        self.assertEqual((reply["id"], reply["stepped"]), ("s", 1))
+        after = stepper.get(big)
+        self.assertEqual(after.frame, 1)
+        self.assertIn(300, after.pinned)
+        self.assertEqual(after.positions[300], (5.0, 5.0, 5.0))
+        # Everything but the pinned particle is what the deferred get saw.
+        a = [p for i, p in enumerate(after.positions) if i != 300]
+        b = [p for i, p in enumerate(got.positions) if i != 300]
+        self.assertEqual(a, b)
+        self.assertLess(quick, 5.0)
+
+    def test_destroy_during_a_step_should_wait_and_then_succeed(self):
+        srv = fresh_server(self)
+        stepper, other = srv.client(timeout=60), srv.client(timeout=60)
+        self.addCleanup(stepper.close)
+        self.addCleanup(other.close)
+        big = stepper.create_cloth(width=256, height=256, spacing=0.01, solver_iterations=200)
+        stepper.send_json({"cmd": "step", "dt": DT})
+        time.sleep(0.1)
+        other.destroy(big)  # must not free the cloth under the worker
+        self.assertEqual(stepper.read_reply()["stepped"], 1)
+        self.assertEqual(stepper.step(DT)["stepped"], 0)
+        self.assertEqual(stepper.status()["instances"], [])
