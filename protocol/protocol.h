@@ -41,6 +41,7 @@ typedef enum cd_command {
     CD_CMD_SUBSCRIBE,
     CD_CMD_UNSUBSCRIBE,
     CD_CMD_STATUS,
+    CD_CMD_DEBUG,
     CD_CMD_COUNT
 } cd_command;
 
@@ -98,6 +99,7 @@ typedef struct cd_request {
         struct { bool enabled; } enable;
         struct { float dt; cd_id_list instances; } step;
         struct { cd_id_list instances; } subscribe; /* and unsubscribe */
+        struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
     } as;
 } cd_request;
 

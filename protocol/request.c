@@ -441,6 +441,15 @@ static cd_status parse_enable(const cJSON *obj, const cd_limits *lim, cd_request
     return item ? cd_json_bool(item, "enabled", &req->as.enable.enabled, err) : err->code;
 }
 
+static cd_status parse_debug(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                             cd_error *err)
+{
+    (void)lim;
+    const cJSON *item = cd_json_member(obj, "enabled");
+    req->as.debug.has_enabled = item != NULL;
+    return item ? cd_json_bool(item, "enabled", &req->as.debug.enabled, err) : CD_OK;
+}
+
 static cd_status parse_step(const cJSON *obj, const cd_limits *lim, cd_request *req,
                             cd_error *err)
 {
@@ -490,6 +499,7 @@ static const command_entry commands[CD_CMD_COUNT] = {
     [CD_CMD_SUBSCRIBE] = {"subscribe", INSTANCE_LIST, parse_subscribe},
     [CD_CMD_UNSUBSCRIBE] = {"unsubscribe", INSTANCE_LIST, parse_subscribe},
     [CD_CMD_STATUS] = {"status", INSTANCE_IGNORED, parse_nothing},
+    [CD_CMD_DEBUG] = {"debug", INSTANCE_IGNORED, parse_debug},
 };
 
 const char *cd_command_name(cd_command cmd)

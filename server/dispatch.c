@@ -223,7 +223,8 @@ static void cmd_add_collider(cd_conn *conn, const cd_request *req)
     cd_id collider = 0;
     cd_status st = cd_instance_add_collider(inst, &req->as.add_collider.def, &collider);
     if (st == CD_E_LIMIT_EXCEEDED) {
-        reply_fail(conn, req, st, "collider: at most 64 colliders per instance");
+        reply_fail(conn, req, st, "collider: at most %d colliders per instance",
+                   CD_MAX_COLLIDERS);
         return;
     }
     if (st != CD_OK) {
@@ -343,6 +344,28 @@ static cd_dispatch_result cmd_step(cd_conn *conn, const cd_request *req)
     return r;
 }
 
+static const char *const collider_type_names[] = {
+    [CD_COLLIDER_SPHERE] = "sphere", [CD_COLLIDER_CAPSULE] = "capsule", [CD_COLLIDER_PLANE] = "plane"};
+
+/* "colliders": every live collider with its shape, for viewers. */
+static void add_colliders(cJSON *reply, const cd_instance *inst)
+{
+    cd_id ids[CD_MAX_COLLIDERS];
+    cd_collider_def defs[CD_MAX_COLLIDERS];
+    uint32_t n = cd_instance_list_colliders(inst, ids, defs, CD_MAX_COLLIDERS);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "colliders");
+    for (uint32_t i = 0; i < n && i < CD_MAX_COLLIDERS; i++) {
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, item);
+        cJSON_AddNumberToObject(item, "collider", ids[i]);
+        cJSON_AddStringToObject(item, "type", collider_type_names[defs[i].type]);
+        add_vec3(item, "position", defs[i].position);
+        add_vec3(item, "normal", defs[i].normal);
+        cJSON_AddNumberToObject(item, "radius", defs[i].radius);
+        cJSON_AddNumberToObject(item, "height", defs[i].height);
+    }
+}
+
 static void cmd_get(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = require_instance(conn, req);
@@ -368,6 +391,7 @@ static void cmd_get(cd_conn *conn, const cd_request *req)
     for (uint32_t i = 0; i < info.particles; i++)
         if (cd_instance_is_pinned(inst, i))
             cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
+    add_colliders(reply, inst);
     cd_conn_send_reply(conn, reply);
 }
 
@@ -449,6 +473,34 @@ static void cmd_unsubscribe(cd_conn *conn, const cd_request *req)
     reply_ok(conn, req);
 }
 
+static bool has_subscriptions(const cd_conn *conn)
+{
+    return conn->sub_all || conn->sub_count > 0;
+}
+
+/* The viewers' debug overlay (the seed's cloth_debug): a server-wide flag;
+ * a change is announced to every subscribed connection as an event. */
+static void cmd_debug(cd_conn *conn, const cd_request *req)
+{
+    cd_server *server = conn->server;
+    bool changed = req->as.debug.has_enabled && req->as.debug.enabled != server->debug;
+    if (req->as.debug.has_enabled)
+        server->debug = req->as.debug.enabled;
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddBoolToObject(reply, "enabled", server->debug);
+    cd_conn_send_reply(conn, reply);
+    if (!changed)
+        return;
+    for (cd_conn *c = server->conns; c != NULL; c = c->next) {
+        if (c == conn || c->closing || !has_subscriptions(c))
+            continue;
+        cJSON *event = cJSON_CreateObject();
+        cJSON_AddStringToObject(event, "event", "debug");
+        cJSON_AddBoolToObject(event, "enabled", server->debug);
+        cd_conn_send_reply(c, event);
+    }
+}
+
 static void cmd_status(cd_conn *conn, const cd_request *req)
 {
     cd_server *server = conn->server;
@@ -478,6 +530,7 @@ static void cmd_status(cd_conn *conn, const cd_request *req)
     cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
     add_vec3(reply, "globalWind", cd_world_global_wind(server->world));
     cJSON_AddStringToObject(reply, "version", CD_VERSION_STRING);
+    cJSON_AddBoolToObject(reply, "debug", server->debug);
     text = cd_status_text(infos, n);
     if (text == NULL)
         goto oom;
@@ -516,6 +569,7 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
     case CD_CMD_SUBSCRIBE: cmd_subscribe(conn, req); break;
     case CD_CMD_UNSUBSCRIBE: cmd_unsubscribe(conn, req); break;
     case CD_CMD_STATUS: cmd_status(conn, req); break;
+    case CD_CMD_DEBUG: cmd_debug(conn, req); break;
     default:
         reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
         break;

@@ -84,6 +84,7 @@ struct cd_server {
     uint8_t *busy; /* per instance slot (cd_id_index): being stepped */
     uint32_t busy_count;
     cd_batch *batches; /* step batches in flight */
+    bool debug;        /* viewers' debug overlay, set by the debug command */
     bool shutting_down;
 };
 

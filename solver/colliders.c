@@ -75,6 +75,27 @@ cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_
     return CD_OK;
 }
 
+uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_collider_def *defs,
+                                    uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t slot = 0; slot < inst->collider_slots; slot++) {
+        const cd_collider *c = &inst->colliders[slot];
+        if (!c->active)
+            continue;
+        if (n < cap) {
+            ids[n] = ((cd_id)c->generation << 16) | (slot + 1);
+            defs[n] = (cd_collider_def){.type = c->type,
+                                        .position = c->position,
+                                        .normal = c->normal,
+                                        .radius = c->radius,
+                                        .height = c->height};
+        }
+        n++;
+    }
+    return n;
+}
+
 cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider)
 {
     cd_collider *c = find_collider(inst, collider);

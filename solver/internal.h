@@ -9,7 +9,6 @@
 
 #include "solver.h"
 
-#define CD_MAX_COLLIDERS 64
 
 
 /* A distance constraint, 16 bytes; the step walks them in array order. */

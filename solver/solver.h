@@ -80,6 +80,8 @@ typedef struct cd_collider_def {
 
 cd_collider_def cd_default_collider_def(cd_collider_type type);
 
+#define CD_MAX_COLLIDERS 64 /* per instance */
+
 typedef struct cd_world_def {
     uint32_t max_instances; /* live instances at most, 1..65535 */
     uint32_t max_particles; /* particles per instance at most */
@@ -162,6 +164,10 @@ cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def
 cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_vec3 *position,
                                     const cd_vec3 *normal);
 cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider);
+/* Writes up to `cap` live colliders (ids and shapes, normals unit length)
+ * in slot order; returns how many there are. */
+uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_collider_def *defs,
+                                    uint32_t cap);
 
 /* Advances the instance by dt seconds (0 < dt <= 1), adding global_wind to
  * its own wind. Allocation-free. A disabled instance is left untouched and

@@ -250,7 +250,7 @@ Test(protocol_request, command_names_are_the_wire_names)
 {
     static const char *const names[CD_CMD_COUNT] = {
         "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
-        "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status"};
+        "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug"};
     for (int i = 0; i < CD_CMD_COUNT; i++)
         cr_assert_str_eq(cd_command_name((cd_command)i), names[i]);
     cr_assert_str_eq(cd_command_name(CD_CMD_COUNT), "unknown");
@@ -981,4 +981,18 @@ Test(protocol_request, every_prefix_of_a_valid_line_fails_cleanly)
                      "prefix of %zu bytes", len);
         cd_request_free(&req);
     }
+}
+
+Test(protocol_request, debug_with_and_without_enabled)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"debug\",\"enabled\":true}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_DEBUG);
+    cr_assert(req.as.debug.has_enabled && req.as.debug.enabled);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"debug\"}", &req);
+    cr_assert(!req.as.debug.has_enabled); /* a query */
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"debug\",\"enabled\":1}", CD_E_INVALID_ARGUMENT,
+                 "enabled: must be true or false");
 }

@@ -247,6 +247,8 @@ class Client:
         self._buf = bytearray()
         self._next_id = 1
         self._frames: Deque[Frame] = collections.deque(maxlen=frame_backlog)
+        # Server events ({"event": ...}, e.g. the debug overlay toggled).
+        self.events: Deque[Dict[str, Any]] = collections.deque(maxlen=256)
         self._replies: Deque[Dict[str, Any]] = collections.deque()
 
     # -- connection ---------------------------------------------------------
@@ -329,8 +331,17 @@ class Client:
     def read_message(self) -> Message:
         """Reads the next message from the socket: a reply dict or a Frame.
 
+        Events ({"event": ...}) are not returned: they go to ``self.events``.
         Does not look at the queued frames or replies.
         """
+        while True:
+            msg = self._read_any()
+            if isinstance(msg, dict) and "event" in msg and "ok" not in msg:
+                self.events.append(msg)
+                continue
+            return msg
+
+    def _read_any(self) -> Message:
         while not self._buf:
             self._fill()
         first = self._buf[0]
@@ -480,6 +491,15 @@ class Client:
     def status(self) -> Dict[str, Any]:
         """The server's status reply (instances, workers, text, ...)."""
         return self.request("status")
+
+    def debug(self, enabled: Optional[bool] = None) -> bool:
+        """Shows (no argument) or sets the viewers' debug overlay flag.
+
+        Subscribed connections receive {"event": "debug", "enabled": b}
+        when it changes; they appear in ``Client.events``."""
+        if enabled is None:
+            return bool(self.request("debug")["enabled"])
+        return bool(self.request("debug", enabled=enabled)["enabled"])
 
     # -- frames -------------------------------------------------------------
 
