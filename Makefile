@@ -35,7 +35,13 @@ SERVER_OBJ   := $(call obj,$(SERVER_SRC))
 TEST_OBJ     := $(call obj,$(TEST_SRC))
 CORE_OBJ     := $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(SERVER_OBJ)
 
-.PHONY: all run test check bench deps deps-test deps-bench clean e2e unit viewer
+.PHONY: all run test check bench deps deps-test deps-bench clean e2e unit
+
+# Each client folder may bring a fragment, clients/NAME/client.mk, that
+# defines its own targets, appends its test target to CLIENT_TESTS (run by
+# `make test` against build/clothd) and its Debian packages to DEB_TEST.
+CLIENT_TESTS :=
+include $(wildcard clients/*/client.mk)
 
 all: $(BUILD)/clothd
 
@@ -77,6 +83,7 @@ test: deps-test
 # synthesis line closes the run.
 check: $(BUILD)/clothd $(BUILD)/unit_tests $(BUILD)/unit_tests_san
 	python3 tests/e2e/run_all.py --clothd $(BUILD)/clothd
+	@for t in $(CLIENT_TESTS); do $(MAKE) --no-print-directory $$t || exit 1; done
 	ASAN_OPTIONS=detect_leaks=0 ./$(BUILD)/unit_tests_san --jobs 2
 	./$(BUILD)/unit_tests --jobs 2
 
