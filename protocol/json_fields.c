@@ -1,6 +1,7 @@
 /* clothd protocol — readers for JSON request fields (see json_fields.h). */
 #include "json_fields.h"
 
+#include <assert.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -362,4 +363,50 @@ void cd_json_quote_safe(char *dst, size_t cap, const char *s)
         o = keep + 3;
     }
     dst[o] = '\0';
+}
+
+/* ---- field tables ---- */
+
+cd_status cd_json_read_fields(const cJSON *obj, const cd_field_spec *specs, size_t count,
+                              void *base, uint64_t *present, cd_error *err)
+{
+    assert(count <= 64);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < count; i++) {
+        const cd_field_spec *f = &specs[i];
+        const cJSON *item = cd_json_member(obj, f->name);
+        if (!item)
+            continue;
+        seen |= (uint64_t)1 << i;
+        void *dst = (unsigned char *)base + f->offset;
+        cd_status st = CD_OK;
+        switch (f->kind) {
+        case FIELD_INT32: {
+            int64_t v;
+            st = cd_json_int(item, f->name, f->imin, f->imax, &v, err);
+            if (st == CD_OK) {
+                int32_t v32 = (int32_t)v;
+                memcpy(dst, &v32, sizeof v32);
+            }
+            break;
+        }
+        case FIELD_FLOAT:
+            st = cd_json_float(item, f->name, &f->range, dst, err);
+            break;
+        case FIELD_VEC3:
+            st = cd_json_vec3(item, f->name, dst, err);
+            break;
+        case FIELD_DIRECTION:
+            st = cd_json_direction(item, f->name, dst, err);
+            break;
+        case FIELD_BOOL:
+            st = cd_json_bool(item, f->name, dst, err);
+            break;
+        }
+        if (st != CD_OK)
+            return st;
+    }
+    if (present != NULL)
+        *present = seen;
+    return CD_OK;
 }

@@ -42,6 +42,9 @@ typedef enum cd_command {
     CD_CMD_UNSUBSCRIBE,
     CD_CMD_STATUS,
     CD_CMD_DEBUG,
+    CD_CMD_SET,
+    CD_CMD_TRANSFORM,
+    CD_CMD_ATTACH,
     CD_CMD_COUNT
 } cd_command;
 
@@ -74,6 +77,14 @@ typedef struct cd_id_list {
     cd_id *ids; /* owned */
 } cd_id_list;
 
+/* Per-subscription frame options (subscribe's "quantize" and "every"). */
+typedef struct cd_frame_options {
+    bool quantize;  /* 16-bit positions within the bounding box (flags bit 0) */
+    uint32_t every; /* only frames whose number % every == 0; 1..1000 */
+} cd_frame_options;
+
+#define CD_FRAME_EVERY_MAX 1000u
+
 typedef struct cd_request {
     cd_command cmd;
     cJSON *id;          /* owned copy of the request's "id", or NULL */
@@ -89,7 +100,8 @@ typedef struct cd_request {
         } pin;
         struct { cd_vec3 wind; } wind;             /* !has_instance: global */
         struct { cd_vec3 gravity; } gravity;
-        struct { cd_collider_def def; } add_collider;
+        /* attachment: a transform name, "" for none (def.attachment is 0) */
+        struct { cd_collider_def def; char attachment[CD_TRANSFORM_NAME_MAX]; } add_collider;
         struct {
             cd_id collider;
             bool has_position, has_normal;
@@ -98,10 +110,28 @@ typedef struct cd_request {
         struct { cd_id collider; } remove_collider;
         struct { bool enabled; } enable;
         struct { float dt; cd_id_list instances; } step;
-        struct { cd_id_list instances; } subscribe; /* and unsubscribe */
+        /* and unsubscribe (which has no options) */
+        struct { cd_id_list instances; cd_frame_options options; } subscribe;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
+        /* the options given (merge with cd_cloth_def_merge) */
+        struct { cd_cloth_def def; uint64_t present; } set;
+        struct {
+            char name[CD_TRANSFORM_NAME_MAX];
+            cd_vec3 position;
+            cd_quat rotation;
+        } transform;
+        /* the same first members as pin; positions are transform-local offsets */
+        struct {
+            uint32_t count;
+            uint32_t *particles; /* owned */
+            cd_vec3 *positions;  /* owned, count entries, or NULL */
+            char name[CD_TRANSFORM_NAME_MAX];
+        } attach;
     } as;
 } cd_request;
+
+/* Copies into `dst` the options of a `set` request that were given. */
+void cd_cloth_def_merge(cd_cloth_def *dst, const cd_cloth_def *src, uint64_t present);
 
 /* Parses one line (without its '\n'). Returns CD_OK and fills `out`, or an
  * error code with `err` filled. Either way out->id holds the request id when
@@ -138,6 +168,9 @@ char *cd_status_text(const cd_instance_info *infos, uint32_t count);
 #define CD_FRAME_HEADER_SIZE 40u
 #define CD_FRAME_MAGIC0 0x89u
 #define CD_FRAME_VERSION 1u
+/* flags bit 0: the payload is quantized (bounding box + u16 per axis). */
+#define CD_FRAME_FLAG_QUANTIZED 0x0001u
+#define CD_FRAME_QUANTIZED_PREFIX 24u /* f32[3] min, f32[3] max after the header */
 
 typedef struct cd_frame_header {
     uint16_t version;
@@ -154,9 +187,23 @@ size_t cd_frame_size(uint32_t count);
 /* Writes cd_frame_size(count) bytes to `out`. */
 void cd_frame_encode(uint8_t *out, cd_id instance, uint64_t frame, double time,
                      const float *positions, uint32_t count);
-/* Checks magic, version and length against `len`; CD_E_INVALID_ARGUMENT
- * with a message otherwise. Positions start at CD_FRAME_HEADER_SIZE. */
+/* Bytes of a quantized frame (flags bit 0): header + 24 (bounding box) + 6 * count. */
+size_t cd_frame_size_quantized(uint32_t count);
+/* Writes cd_frame_size_quantized(count) bytes to `out`: flags bit 0, the
+ * positions' bounding box as f32 min[3], max[3] at offset 40, then per
+ * particle x, y, z as u16 q = round((p - min) / (max - min) * 65535) at
+ * offset 64 (computed in double, C round(): halves away from zero, clamped to
+ * [0, 65535]; an axis with max == min gives 0). */
+void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, double time,
+                               const float *positions, uint32_t count);
+/* Checks magic, version, flags (only bit 0 is known) and length (40 + 12N,
+ * or 64 + 6N when quantized) against `len`; CD_E_INVALID_ARGUMENT with a
+ * message otherwise. Positions start at CD_FRAME_HEADER_SIZE. */
 cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_header *out,
                                  cd_error *err);
+/* Decodes the positions of a frame whose header `h` was read by
+ * cd_frame_decode_header into `out` (3 * h->count floats), plain or
+ * quantized: p = min + (q / 65535) * (max - min), computed in double. */
+void cd_frame_decode_positions(const uint8_t *data, const cd_frame_header *h, float *out);
 
 #endif

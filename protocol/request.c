@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "json_fields.h"
+#include "options.h"
 
 /* Defaults of cd_default_limits(); the server's flags override them. */
 #define DEFAULT_MAX_PARTICLES 262144u
@@ -78,91 +79,14 @@ cd_limits cd_default_limits(void)
 
 /* ---- field tables ------------------------------------------------------- */
 
-typedef enum field_kind {
-    FIELD_INT32,     /* int32_t, range imin..imax */
-    FIELD_FLOAT,     /* float, range `range` */
-    FIELD_VEC3,      /* cd_vec3, finite */
-    FIELD_DIRECTION, /* cd_vec3, non-zero, normalised */
-} field_kind;
-
-typedef struct field_spec {
-    const char *name;
-    field_kind kind;
-    size_t offset; /* in the struct being filled */
-    int64_t imin, imax;
-    cd_float_range range;
-} field_spec;
-
-#define RANGE_UNIT {.min = 0, .max = 1, .has_min = true, .has_max = true}
-#define RANGE_POSITIVE {.min = 0, .min_open = true, .has_min = true}
-#define RANGE_NON_NEGATIVE {.min = 0, .has_min = true}
-
-/* Reads every present field of `specs` from `obj` into `base`; absent
- * fields keep the value already there (the default). */
-static cd_status read_fields(const cJSON *obj, const field_spec *specs, size_t count, void *base,
-                             cd_error *err)
-{
-    for (size_t i = 0; i < count; i++) {
-        const field_spec *f = &specs[i];
-        const cJSON *item = cd_json_member(obj, f->name);
-        if (!item)
-            continue;
-        void *dst = (unsigned char *)base + f->offset;
-        cd_status st = CD_OK;
-        switch (f->kind) {
-        case FIELD_INT32: {
-            int64_t v;
-            st = cd_json_int(item, f->name, f->imin, f->imax, &v, err);
-            if (st == CD_OK) {
-                int32_t v32 = (int32_t)v;
-                memcpy(dst, &v32, sizeof v32);
-            }
-            break;
-        }
-        case FIELD_FLOAT:
-            st = cd_json_float(item, f->name, &f->range, dst, err);
-            break;
-        case FIELD_VEC3:
-            st = cd_json_vec3(item, f->name, dst, err);
-            break;
-        case FIELD_DIRECTION:
-            st = cd_json_direction(item, f->name, dst, err);
-            break;
-        }
-        if (st != CD_OK)
-            return st;
-    }
-    return CD_OK;
-}
-
-#define INT_FIELD(type, member, wire, lo, hi)                                         \
-    {.name = wire, .kind = FIELD_INT32, .offset = offsetof(type, member), .imin = lo, .imax = hi}
-#define FLOAT_FIELD(type, member, wire, r)                                              \
-    {.name = wire, .kind = FIELD_FLOAT, .offset = offsetof(type, member), .range = r}
-#define VEC3_FIELD(type, member, wire, k)                                               \
-    {.name = wire, .kind = k, .offset = offsetof(type, member)}
-
-/* In the order PROTOCOL.md lists them: the first fault found is reported. */
-static const field_spec cloth_fields[] = {
-    INT_FIELD(cd_cloth_def, width, "width", 2, INT32_MAX),
-    INT_FIELD(cd_cloth_def, height, "height", 2, INT32_MAX),
-    FLOAT_FIELD(cd_cloth_def, spacing, "spacing", RANGE_POSITIVE),
-    FLOAT_FIELD(cd_cloth_def, mass, "mass", RANGE_POSITIVE),
-    FLOAT_FIELD(cd_cloth_def, stiffness, "stiffness", RANGE_UNIT),
-    FLOAT_FIELD(cd_cloth_def, bend_stiffness, "bendStiffness", RANGE_UNIT),
-    FLOAT_FIELD(cd_cloth_def, damping, "damping", RANGE_UNIT),
-    VEC3_FIELD(cd_cloth_def, origin, "origin", FIELD_VEC3),
-    INT_FIELD(cd_cloth_def, solver_iterations, "solverIterations", 1, 256),
-    VEC3_FIELD(cd_cloth_def, right, "right", FIELD_DIRECTION),
-    VEC3_FIELD(cd_cloth_def, down, "down", FIELD_DIRECTION),
-    VEC3_FIELD(cd_cloth_def, gravity, "gravity", FIELD_VEC3),
-};
-
-static const field_spec collider_fields[] = {
-    VEC3_FIELD(cd_collider_def, position, "position", FIELD_VEC3),
-    VEC3_FIELD(cd_collider_def, normal, "normal", FIELD_DIRECTION),
-    FLOAT_FIELD(cd_collider_def, radius, "radius", RANGE_NON_NEGATIVE),
-    FLOAT_FIELD(cd_collider_def, height, "height", RANGE_NON_NEGATIVE),
+static const cd_field_spec collider_fields[] = {
+    CD_VEC3_FIELD(cd_collider_def, position, "position", FIELD_VEC3),
+    CD_VEC3_FIELD(cd_collider_def, normal, "normal", FIELD_DIRECTION),
+    CD_FLOAT_FIELD(cd_collider_def, radius, "radius", RANGE_NON_NEGATIVE),
+    CD_FLOAT_FIELD(cd_collider_def, height, "height", RANGE_NON_NEGATIVE),
+    CD_FLOAT_FIELD(cd_collider_def, friction, "friction", RANGE_NON_NEGATIVE),
+    CD_FLOAT_FIELD(cd_collider_def, static_friction, "staticFriction", RANGE_NON_NEGATIVE),
+    CD_FLOAT_FIELD(cd_collider_def, coupling, "coupling", RANGE_UNIT),
 };
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -238,13 +162,13 @@ static cd_status read_instance_list(const cJSON *obj, const cd_limits *lim, cd_r
 }
 
 /* "particle" (+ "position") or "particles" (+ "positions") for pin/unpin. */
-static cd_status read_particles(const cJSON *obj, const cd_limits *lim, bool with_positions,
-                                cd_request *req, cd_error *err)
+static cd_status read_particles(const cJSON *obj, const cd_limits *lim, const char *pos_one_name,
+                                const char *pos_many_name, cd_request *req, cd_error *err)
 {
     const cJSON *one = cd_json_member(obj, "particle");
     const cJSON *many = cd_json_member(obj, "particles");
-    const cJSON *pos_one = with_positions ? cd_json_member(obj, "position") : NULL;
-    const cJSON *pos_many = with_positions ? cd_json_member(obj, "positions") : NULL;
+    const cJSON *pos_one = pos_one_name ? cd_json_member(obj, pos_one_name) : NULL;
+    const cJSON *pos_many = pos_many_name ? cd_json_member(obj, pos_many_name) : NULL;
     if (one && many)
         return cd_fail(err, CD_E_INVALID_ARGUMENT,
                        "particle: give either \"particle\" or \"particles\", not both");
@@ -258,13 +182,13 @@ static cd_status read_particles(const cJSON *obj, const cd_limits *lim, bool wit
     if (one) {
         if (pos_many)
             return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "positions: goes with \"particles\"; "
-                           "use \"position\" with \"particle\"");
+                           "%s: goes with \"particles\"; use \"%s\" with \"particle\"",
+                           pos_many_name, pos_one_name);
         uint32_t index;
         if ((st = cd_json_index(one, "particle", &index, err)) != CD_OK)
             return st;
         cd_vec3 position;
-        if (pos_one && (st = cd_json_vec3(pos_one, "position", &position, err)) != CD_OK)
+        if (pos_one && (st = cd_json_vec3(pos_one, pos_one_name, &position, err)) != CD_OK)
             return st;
         particles = malloc(sizeof *particles);
         positions = pos_one ? malloc(sizeof *positions) : NULL;
@@ -280,20 +204,21 @@ static cd_status read_particles(const cJSON *obj, const cd_limits *lim, bool wit
     } else {
         if (pos_one)
             return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "position: goes with \"particle\"; "
-                           "use \"positions\" with \"particles\"");
+                           "%s: goes with \"particle\"; use \"%s\" with \"particles\"",
+                           pos_one_name, pos_many_name);
         if ((st = cd_json_index_array(many, "particles", lim->max_list, &particles, &count,
                                       err)) != CD_OK)
             return st;
         if (pos_many) {
             uint32_t npos = 0;
-            st = cd_json_vec3_array(pos_many, "positions", lim->max_list, &positions, &npos, err);
+            st = cd_json_vec3_array(pos_many, pos_many_name, lim->max_list, &positions, &npos,
+                                    err);
             if (st == CD_OK && npos != count) {
                 free(positions);
                 st = cd_fail(err, CD_E_INVALID_ARGUMENT,
-                             "positions: has %" PRIu32 " entries for %" PRIu32
+                             "%s: has %" PRIu32 " entries for %" PRIu32
                              " particles (must be one per particle)",
-                             npos, count);
+                             pos_many_name, npos, count);
             }
             if (st != CD_OK) {
                 free(particles);
@@ -304,6 +229,26 @@ static cd_status read_particles(const cJSON *obj, const cd_limits *lim, bool wit
     req->as.pin.count = count;
     req->as.pin.particles = particles;
     req->as.pin.positions = positions;
+    return CD_OK;
+}
+
+/* A transform name: a non-empty string shorter than CD_TRANSFORM_NAME_MAX. */
+static cd_status read_name(const cJSON *obj, const char *field, bool required_field,
+                           char out[CD_TRANSFORM_NAME_MAX], cd_error *err)
+{
+    const cJSON *item = cd_json_member(obj, field);
+    out[0] = '\0';
+    if (!item) {
+        if (required_field)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: required", field);
+        return CD_OK;
+    }
+    if (!cJSON_IsString(item) || !item->valuestring || item->valuestring[0] == '\0' ||
+        strlen(item->valuestring) >= CD_TRANSFORM_NAME_MAX)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "%s: must be a non-empty string of at most %d bytes", field,
+                       CD_TRANSFORM_NAME_MAX - 1);
+    memcpy(out, item->valuestring, strlen(item->valuestring) + 1);
     return CD_OK;
 }
 
@@ -329,7 +274,7 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     if (st != CD_OK)
         return st;
     cd_cloth_def def = cd_default_cloth_def();
-    if ((st = read_fields(obj, cloth_fields, COUNT_OF(cloth_fields), &def, err)) != CD_OK)
+    if ((st = cd_parse_cloth_options(obj, false, &def, NULL, err)) != CD_OK)
         return st;
     /* Parallel axes would lay particles on top of each other. Both are unit
      * vectors here, so the cross product's length is the sine between them. */
@@ -352,13 +297,13 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
 static cd_status parse_pin(const cJSON *obj, const cd_limits *lim, cd_request *req,
                            cd_error *err)
 {
-    return read_particles(obj, lim, true, req, err);
+    return read_particles(obj, lim, "position", "positions", req, err);
 }
 
 static cd_status parse_unpin(const cJSON *obj, const cd_limits *lim, cd_request *req,
                              cd_error *err)
 {
-    return read_particles(obj, lim, false, req, err);
+    return read_particles(obj, lim, NULL, NULL, req, err);
 }
 
 static cd_status parse_wind(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -390,10 +335,14 @@ static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_r
         return st;
     cd_collider_def def = cd_default_collider_def((cd_collider_type)type);
     def.type = (cd_collider_type)type;
-    if ((st = read_fields(obj, collider_fields, COUNT_OF(collider_fields), &def, err)) != CD_OK)
+    if ((st = cd_json_read_fields(obj, collider_fields, COUNT_OF(collider_fields), &def, NULL,
+                                  err)) != CD_OK)
         return st;
+    /* Static friction defaults to the kinetic one. */
+    if (!cd_json_member(obj, "staticFriction"))
+        def.static_friction = def.friction;
     req->as.add_collider.def = def;
-    return CD_OK;
+    return read_name(obj, "attachment", false, req->as.add_collider.attachment, err);
 }
 
 static cd_status read_collider_id(const cJSON *obj, cd_id *out, cd_error *err)
@@ -441,6 +390,63 @@ static cd_status parse_enable(const cJSON *obj, const cd_limits *lim, cd_request
     return item ? cd_json_bool(item, "enabled", &req->as.enable.enabled, err) : err->code;
 }
 
+static cd_status parse_set(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                           cd_error *err)
+{
+    (void)lim;
+    req->as.set.def = cd_default_cloth_def();
+    return cd_parse_cloth_options(obj, true, &req->as.set.def, &req->as.set.present, err);
+}
+
+static cd_status parse_transform(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                 cd_error *err)
+{
+    (void)lim;
+    cd_status st = read_name(obj, "name", true, req->as.transform.name, err);
+    if (st != CD_OK)
+        return st;
+    const cJSON *position = required(obj, "position", err);
+    if (!position)
+        return err->code;
+    if ((st = cd_json_vec3(position, "position", &req->as.transform.position, err)) != CD_OK)
+        return st;
+    req->as.transform.rotation = (cd_quat){0, 0, 0, 1};
+    const cJSON *rotation = cd_json_member(obj, "rotation");
+    if (!rotation)
+        return CD_OK;
+    if (!cJSON_IsArray(rotation) || cJSON_GetArraySize(rotation) != 4)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "rotation: must be a quaternion [x, y, z, w] of 4 finite numbers");
+    float q[4];
+    double norm2 = 0;
+    for (int i = 0; i < 4; i++) {
+        const cJSON *c = cJSON_GetArrayItem(rotation, i);
+        if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || fabs(c->valuedouble) > 1e6)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "rotation: must be a quaternion [x, y, z, w] of 4 finite numbers");
+        q[i] = (float)c->valuedouble;
+        norm2 += c->valuedouble * c->valuedouble;
+    }
+    if (!(norm2 > 1e-12))
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "rotation: must not be zero-length");
+    req->as.transform.rotation = (cd_quat){q[0], q[1], q[2], q[3]};
+    return CD_OK;
+}
+
+static cd_status parse_attach(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                              cd_error *err)
+{
+    cd_status st = read_name(obj, "name", true, req->as.attach.name, err);
+    if (st != CD_OK)
+        return st;
+    char name[CD_TRANSFORM_NAME_MAX];
+    memcpy(name, req->as.attach.name, sizeof name);
+    st = read_particles(obj, lim, "offset", "offsets", req, err);
+    /* read_particles fills the pin view of the union; the name sits after. */
+    memcpy(req->as.attach.name, name, sizeof name);
+    return st;
+}
+
 static cd_status parse_debug(const cJSON *obj, const cd_limits *lim, cd_request *req,
                              cd_error *err)
 {
@@ -463,8 +469,31 @@ static cd_status parse_step(const cJSON *obj, const cd_limits *lim, cd_request *
     return read_instance_list(obj, lim, req, &req->as.step.instances, err);
 }
 
+/* subscribe: the instances, then the frame options "quantize" and "every". */
 static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,
                                  cd_error *err)
+{
+    cd_status st = read_instance_list(obj, lim, req, &req->as.subscribe.instances, err);
+    if (st != CD_OK)
+        return st;
+    cd_frame_options *opts = &req->as.subscribe.options;
+    opts->quantize = false;
+    opts->every = 1;
+    const cJSON *quantize = cd_json_member(obj, "quantize");
+    if (quantize && (st = cd_json_bool(quantize, "quantize", &opts->quantize, err)) != CD_OK)
+        return st;
+    const cJSON *every = cd_json_member(obj, "every");
+    if (every) {
+        int64_t k;
+        if ((st = cd_json_int(every, "every", 1, CD_FRAME_EVERY_MAX, &k, err)) != CD_OK)
+            return st;
+        opts->every = (uint32_t)k;
+    }
+    return CD_OK;
+}
+
+static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                   cd_error *err)
 {
     return read_instance_list(obj, lim, req, &req->as.subscribe.instances, err);
 }
@@ -497,9 +526,12 @@ static const command_entry commands[CD_CMD_COUNT] = {
     [CD_CMD_STEP] = {"step", INSTANCE_LIST, parse_step},
     [CD_CMD_GET] = {"get", INSTANCE_REQUIRED, parse_nothing},
     [CD_CMD_SUBSCRIBE] = {"subscribe", INSTANCE_LIST, parse_subscribe},
-    [CD_CMD_UNSUBSCRIBE] = {"unsubscribe", INSTANCE_LIST, parse_subscribe},
+    [CD_CMD_UNSUBSCRIBE] = {"unsubscribe", INSTANCE_LIST, parse_unsubscribe},
     [CD_CMD_STATUS] = {"status", INSTANCE_IGNORED, parse_nothing},
     [CD_CMD_DEBUG] = {"debug", INSTANCE_IGNORED, parse_debug},
+    [CD_CMD_SET] = {"set", INSTANCE_REQUIRED, parse_set},
+    [CD_CMD_TRANSFORM] = {"transform", INSTANCE_REQUIRED, parse_transform},
+    [CD_CMD_ATTACH] = {"attach", INSTANCE_REQUIRED, parse_attach},
 };
 
 const char *cd_command_name(cd_command cmd)
@@ -517,6 +549,7 @@ static void free_payload(cd_request *req)
     switch (req->cmd) {
     case CD_CMD_PIN:
     case CD_CMD_UNPIN:
+    case CD_CMD_ATTACH: /* shares the pin layout */
         free(req->as.pin.particles);
         free(req->as.pin.positions);
         break;

@@ -383,14 +383,17 @@ static void on_close(uv_handle_t *handle)
     free(conn);
 }
 
-bool cd_conn_is_subscribed(const cd_conn *conn, cd_id instance)
+const cd_frame_options *cd_conn_subscription(const cd_conn *conn, cd_id instance)
 {
     if (conn->closing)
-        return false;
-    if (conn->sub_all)
-        return true;
+        return NULL;
     for (uint32_t i = 0; i < conn->sub_count; i++)
-        if (conn->subs[i] == instance)
-            return true;
-    return false;
+        if (conn->subs[i].instance == instance)
+            return &conn->subs[i].options;
+    return conn->sub_all ? &conn->all_options : NULL;
+}
+
+bool cd_conn_is_subscribed(const cd_conn *conn, cd_id instance)
+{
+    return cd_conn_subscription(conn, instance) != NULL;
 }

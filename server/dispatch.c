@@ -215,13 +215,32 @@ static void cmd_gravity(cd_conn *conn, const cd_request *req)
     reply_ok(conn, req);
 }
 
+/* The handle of the request's named transform, or 0 after replying
+ * not_found. */
+static uint32_t require_transform(cd_conn *conn, const cd_request *req, const cd_instance *inst,
+                                  const char *field, const char *name)
+{
+    uint32_t handle = cd_instance_find_transform(inst, name);
+    if (handle == 0)
+        reply_fail(conn, req, CD_E_NOT_FOUND, "%s: no transform \"%s\" on instance %u", field,
+                   name, req->instance);
+    return handle;
+}
+
 static void cmd_add_collider(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = require_instance(conn, req);
     if (inst == NULL)
         return;
+    cd_collider_def def = req->as.add_collider.def;
+    if (req->as.add_collider.attachment[0] != '\0') {
+        def.attachment = require_transform(conn, req, inst, "attachment",
+                                           req->as.add_collider.attachment);
+        if (def.attachment == 0)
+            return;
+    }
     cd_id collider = 0;
-    cd_status st = cd_instance_add_collider(inst, &req->as.add_collider.def, &collider);
+    cd_status st = cd_instance_add_collider(inst, &def, &collider);
     if (st == CD_E_LIMIT_EXCEEDED) {
         reply_fail(conn, req, st, "collider: at most %d colliders per instance",
                    CD_MAX_COLLIDERS);
@@ -267,6 +286,60 @@ static void cmd_remove_collider(cd_conn *conn, const cd_request *req)
                    collider, req->instance);
     else
         reply_ok(conn, req);
+}
+
+static void cmd_set(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_cloth_def def = cd_instance_def(inst);
+    cd_cloth_def_merge(&def, &req->as.set.def, req->as.set.present);
+    if (cd_instance_configure(inst, &def) != CD_OK) {
+        reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "set: the options do not fit together");
+        return;
+    }
+    reply_ok(conn, req);
+}
+
+static void cmd_transform(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    uint32_t handle = 0;
+    cd_status st = cd_instance_set_transform(inst, req->as.transform.name,
+                                             req->as.transform.position,
+                                             req->as.transform.rotation, &handle);
+    if (st == CD_E_LIMIT_EXCEEDED)
+        reply_fail(conn, req, st, "name: at most %d transforms per instance", CD_MAX_TRANSFORMS);
+    else if (st != CD_OK)
+        reply_fail(conn, req, st, "position: outside the world box (|x|, |y|, |z| <= %g m)",
+                   (double)CD_WORLD_EXTENT);
+    else
+        reply_ok(conn, req);
+}
+
+static void cmd_attach(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL || !check_particles(conn, req, inst))
+        return;
+    uint32_t handle = require_transform(conn, req, inst, "name", req->as.attach.name);
+    if (handle == 0)
+        return;
+    for (uint32_t i = 0; i < req->as.attach.count; i++) {
+        const cd_vec3 *local = req->as.attach.positions ? &req->as.attach.positions[i] : NULL;
+        if (cd_instance_attach(inst, req->as.attach.particles[i], handle, local) != CD_OK) {
+            /* Only an offset that puts the particle outside the world box. */
+            reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                       "offsets[%u]: puts the particle outside the world box", i);
+            return;
+        }
+    }
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddNumberToObject(reply, "attached", req->as.attach.count);
+    cd_conn_send_reply(conn, reply);
 }
 
 static void cmd_enable(cd_conn *conn, const cd_request *req)
@@ -382,6 +455,7 @@ static void cmd_get(cd_conn *conn, const cd_request *req)
     cJSON_AddNumberToObject(reply, "time", info.time);
     cJSON_AddBoolToObject(reply, "enabled", info.enabled);
     cJSON_AddBoolToObject(reply, "unstable", info.unstable);
+    cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
     if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
         cJSON_Delete(reply);
         reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
@@ -395,27 +469,31 @@ static void cmd_get(cd_conn *conn, const cd_request *req)
     cd_conn_send_reply(conn, reply);
 }
 
-static bool add_subscription(cd_conn *conn, cd_id id)
+/* Subscribing again to an instance replaces its options. */
+static bool add_subscription(cd_conn *conn, cd_id id, const cd_frame_options *options)
 {
-    for (uint32_t i = 0; i < conn->sub_count; i++)
-        if (conn->subs[i] == id)
+    for (uint32_t i = 0; i < conn->sub_count; i++) {
+        if (conn->subs[i].instance == id) {
+            conn->subs[i].options = *options;
             return true;
+        }
+    }
     if (conn->sub_count == conn->sub_cap) {
         uint32_t cap = conn->sub_cap ? conn->sub_cap * 2 : 8;
-        cd_id *grown = realloc(conn->subs, cap * sizeof *grown);
+        cd_subscription *grown = realloc(conn->subs, cap * sizeof *grown);
         if (grown == NULL)
             return false;
         conn->subs = grown;
         conn->sub_cap = cap;
     }
-    conn->subs[conn->sub_count++] = id;
+    conn->subs[conn->sub_count++] = (cd_subscription){.instance = id, .options = *options};
     return true;
 }
 
 static void remove_subscription(cd_conn *conn, cd_id id)
 {
     for (uint32_t i = 0; i < conn->sub_count; i++) {
-        if (conn->subs[i] == id) {
+        if (conn->subs[i].instance == id) {
             conn->subs[i] = conn->subs[--conn->sub_count];
             return;
         }
@@ -437,10 +515,12 @@ static void cmd_subscribe(cd_conn *conn, const cd_request *req)
     cd_id *ids = resolve_ids(conn, req, &list, &count);
     if (ids == NULL)
         return;
-    if (list.all)
+    if (list.all) {
         conn->sub_all = true;
+        conn->all_options = req->as.subscribe.options;
+    }
     for (uint32_t i = 0; i < count && !list.all; i++) {
-        if (!add_subscription(conn, ids[i])) {
+        if (!add_subscription(conn, ids[i], &req->as.subscribe.options)) {
             reply_fail(conn, req, CD_E_INTERNAL, "subscribe: out of memory");
             free(ids);
             return;
@@ -525,6 +605,7 @@ static void cmd_status(cd_conn *conn, const cd_request *req)
         cJSON_AddNumberToObject(item, "colliders", info->colliders);
         cJSON_AddBoolToObject(item, "enabled", info->enabled);
         cJSON_AddBoolToObject(item, "unstable", info->unstable);
+        cJSON_AddBoolToObject(item, "sleeping", info->sleeping);
         cJSON_AddNumberToObject(item, "frame", (double)info->frame);
     }
     cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
@@ -570,6 +651,9 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
     case CD_CMD_UNSUBSCRIBE: cmd_unsubscribe(conn, req); break;
     case CD_CMD_STATUS: cmd_status(conn, req); break;
     case CD_CMD_DEBUG: cmd_debug(conn, req); break;
+    case CD_CMD_SET: cmd_set(conn, req); break;
+    case CD_CMD_TRANSFORM: cmd_transform(conn, req); break;
+    case CD_CMD_ATTACH: cmd_attach(conn, req); break;
     default:
         reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
         break;

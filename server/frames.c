@@ -4,19 +4,23 @@
 
 #include "internal.h"
 
-cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst)
+cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, bool quantize)
 {
     cd_instance_info info;
     cd_instance_get_info(inst, &info);
-    size_t len = cd_frame_size(info.particles);
+    size_t len = quantize ? cd_frame_size_quantized(info.particles) : cd_frame_size(info.particles);
     cd_frame_buf *frame = malloc(sizeof *frame + len);
     if (frame == NULL)
         return NULL;
     frame->refs = 1;
     frame->instance = info.id;
     frame->len = len;
-    cd_frame_encode(frame->data, info.id, info.frame, info.time, cd_instance_positions(inst),
-                    info.particles);
+    if (quantize)
+        cd_frame_encode_quantized(frame->data, info.id, info.frame, info.time,
+                                  cd_instance_positions(inst), info.particles);
+    else
+        cd_frame_encode(frame->data, info.id, info.frame, info.time, cd_instance_positions(inst),
+                        info.particles);
     return frame;
 }
 

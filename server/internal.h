@@ -30,9 +30,16 @@ typedef struct cd_frame_buf {
     uint8_t data[];
 } cd_frame_buf;
 
-cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst); /* refs = 1; NULL on OOM */
+/* refs = 1; NULL on OOM. `quantize`: the 16-bit form (flags bit 0). */
+cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, bool quantize);
 void cd_frame_buf_ref(cd_frame_buf *frame);
 void cd_frame_buf_unref(cd_frame_buf *frame); /* NULL is fine */
+
+/* One named subscription of a connection, with its frame options. */
+typedef struct cd_subscription {
+    cd_id instance;
+    cd_frame_options options;
+} cd_subscription;
 
 /* The newest frame of one instance waiting for a slow subscriber. */
 typedef struct cd_frame_slot {
@@ -65,9 +72,10 @@ struct cd_conn {
     cd_frame_slot *slots; /* newest skipped frame per instance */
     uint32_t slot_count, slot_cap;
 
-    /* Subscriptions. */
+    /* Subscriptions. A named one's options win over the "all" one's. */
     bool sub_all;
-    cd_id *subs;
+    cd_frame_options all_options; /* of the "all" subscription */
+    cd_subscription *subs;
     uint32_t sub_count, sub_cap;
 };
 
@@ -100,6 +108,9 @@ void cd_conn_send_frame(cd_conn *conn, cd_frame_buf *frame);
 void cd_conn_process(cd_conn *conn);
 void cd_conn_close(cd_conn *conn);
 bool cd_conn_is_subscribed(const cd_conn *conn, cd_id instance);
+/* The frame options of the connection's subscription to `instance`, or
+ * NULL when it is not subscribed (or closing). */
+const cd_frame_options *cd_conn_subscription(const cd_conn *conn, cd_id instance);
 
 /* ---- dispatch.c ---- */
 typedef enum cd_dispatch_result {
@@ -120,7 +131,8 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
 void cd_stepper_drain(cd_server *server);
 /* The connection is going away: its batches must not reply to it. */
 void cd_stepper_forget_conn(cd_conn *conn);
-/* Sends the current frame of `inst` to one connection. */
+/* Sends the current frame of `inst` to one connection, in the form its
+ * subscription asks for (plain when it has none); `every` does not apply. */
 void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst);
 
 /* ---- server.c ---- */

@@ -83,25 +83,32 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
 
 void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst)
 {
-    cd_frame_buf *frame = cd_frame_buf_encode(inst);
+    const cd_frame_options *opts = cd_conn_subscription(conn, cd_instance_id(inst));
+    cd_frame_buf *frame = cd_frame_buf_encode(inst, opts != NULL && opts->quantize);
     if (frame == NULL)
         return;
     cd_conn_send_frame(conn, frame);
     cd_frame_buf_unref(frame);
 }
 
+/* The new frame to every subscriber whose `every` takes it. Each form
+ * (plain, quantized) is encoded at most once and shared by reference. */
 static void fan_out(cd_server *server, const cd_instance *inst)
 {
-    cd_frame_buf *frame = NULL;
-    cd_id id = cd_instance_id(inst);
+    cd_frame_buf *forms[2] = {NULL, NULL}; /* [quantize] */
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
-        if (!cd_conn_is_subscribed(conn, id))
+        const cd_frame_options *opts = cd_conn_subscription(conn, info.id);
+        if (opts == NULL || info.frame % opts->every != 0)
             continue;
-        if (frame == NULL && (frame = cd_frame_buf_encode(inst)) == NULL)
-            return;
-        cd_conn_send_frame(conn, frame);
+        cd_frame_buf **frame = &forms[opts->quantize ? 1 : 0];
+        if (*frame == NULL && (*frame = cd_frame_buf_encode(inst, opts->quantize)) == NULL)
+            continue; /* out of memory: this subscriber skips the frame */
+        cd_conn_send_frame(conn, *frame);
     }
-    cd_frame_buf_unref(frame);
+    cd_frame_buf_unref(forms[0]);
+    cd_frame_buf_unref(forms[1]);
 }
 
 static void unlink_batch(cd_server *server, cd_batch *batch)
@@ -120,6 +127,33 @@ static void free_batch(cd_batch *batch)
     free(batch);
 }
 
+static void add_xyz(cJSON *obj, const char *name, cd_vec3 v)
+{
+    const float xyz[3] = {v.x, v.y, v.z};
+    cd_reply_add_floats(obj, name, xyz, 1);
+}
+
+/* "impulses": what every coupled collider of the batch received. */
+static void add_impulses(cJSON *reply, const cd_batch *batch)
+{
+    cJSON *arr = cJSON_AddArrayToObject(reply, "impulses");
+    cd_collider_impulse impulses[CD_MAX_COLLIDERS];
+    for (uint32_t i = 0; i < batch->count; i++) {
+        const cd_step_job *sj = &batch->jobs[i];
+        if (sj->result.unstable || sj->result.sleeping)
+            continue;
+        uint32_t n = cd_instance_collider_impulses(sj->inst, impulses, CD_MAX_COLLIDERS);
+        for (uint32_t k = 0; k < n && k < CD_MAX_COLLIDERS; k++) {
+            cJSON *item = cJSON_CreateObject();
+            cJSON_AddItemToArray(arr, item);
+            cJSON_AddNumberToObject(item, "instance", sj->id);
+            cJSON_AddNumberToObject(item, "collider", impulses[k].collider);
+            add_xyz(item, "linear", impulses[k].linear);
+            add_xyz(item, "angular", impulses[k].angular);
+        }
+    }
+}
+
 static void finish_batch(cd_server *server, cd_batch *batch)
 {
     unlink_batch(server, batch);
@@ -127,20 +161,25 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     if (conn != NULL) {
         cJSON *reply = cd_reply_ok(batch->req_id);
         cJSON *unstable = cJSON_AddArrayToObject(reply, "unstable");
+        cJSON *sleeping = cJSON_AddArrayToObject(reply, "sleeping");
         uint32_t stepped = 0;
         for (uint32_t i = 0; i < batch->count; i++) {
             if (batch->jobs[i].result.unstable)
                 cJSON_AddItemToArray(unstable, cJSON_CreateNumber(batch->jobs[i].id));
             else
                 stepped++;
+            if (batch->jobs[i].result.sleeping)
+                cJSON_AddItemToArray(sleeping, cJSON_CreateNumber(batch->jobs[i].id));
         }
         cJSON_AddNumberToObject(reply, "stepped", stepped);
+        add_impulses(reply, batch);
         conn->own_batch = NULL;
         conn->resume = true;
         cd_conn_send_reply(conn, reply);
     }
+    /* A sleeping instance did not move: no new frame to send. */
     for (uint32_t i = 0; i < batch->count; i++)
-        if (!batch->jobs[i].result.unstable)
+        if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
             fan_out(server, batch->jobs[i].inst);
     free_batch(batch);
 }

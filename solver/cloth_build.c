@@ -13,8 +13,6 @@
 #include "internal.h"
 #include "vec3.h"
 
-#define CD_SHEAR_FACTOR 0.8f
-
 static uint32_t cloth_constraint_count(uint32_t w, uint32_t h)
 {
     return (w - 1) * h + w * (h - 1) + 2 * (w - 1) * (h - 1) + (w - 2) * h + w * (h - 2);
@@ -35,7 +33,7 @@ typedef struct cd_family {
 } cd_family;
 
 static void push_family(cd_distance *c, uint32_t *n, uint32_t w, uint32_t h, cd_family f,
-                        float rest, float k)
+                        float rest)
 {
     const uint32_t nx = w - (f.ax > f.bx ? f.ax : f.bx);
     const uint32_t ny = h - (f.ay > f.by ? f.ay : f.by);
@@ -47,7 +45,7 @@ static void push_family(cd_distance *c, uint32_t *n, uint32_t w, uint32_t h, cd_
                 c[(*n)++] = (cd_distance){.a = (y + f.ay) * w + x + f.ax,
                                           .b = (y + f.by) * w + x + f.bx,
                                           .rest = rest,
-                                          .stiffness = k};
+                                          .lambda = 0.0f};
             }
 }
 
@@ -55,20 +53,30 @@ static void build_constraints(cd_instance *inst, const cd_cloth_def *def)
 {
     const uint32_t w = (uint32_t)def->width, h = (uint32_t)def->height;
     const float s = def->spacing;
-    const float shear_k = def->stiffness * CD_SHEAR_FACTOR;
     cd_distance *c = inst->constraints;
+    cd_group *g = inst->groups;
     uint32_t n = 0;
 
     /*                                        a       b    colour along, period */
-    push_family(c, &n, w, h, (cd_family){0, 0, 1, 0, true, 1}, s, def->stiffness);
-    push_family(c, &n, w, h, (cd_family){0, 0, 0, 1, false, 1}, s, def->stiffness);
-    inst->structural_count = n;
-    push_family(c, &n, w, h, (cd_family){0, 0, 1, 1, false, 1}, s * sqrtf(2.0f), shear_k);
-    push_family(c, &n, w, h, (cd_family){1, 0, 0, 1, false, 1}, s * sqrtf(2.0f), shear_k);
-    push_family(c, &n, w, h, (cd_family){0, 0, 2, 0, true, 2}, 2.0f * s, def->bend_stiffness);
-    push_family(c, &n, w, h, (cd_family){0, 0, 0, 2, false, 2}, 2.0f * s, def->bend_stiffness);
+    g[CD_GROUP_STRETCH].begin = n;
+    push_family(c, &n, w, h, (cd_family){0, 0, 1, 0, true, 1}, s);
+    push_family(c, &n, w, h, (cd_family){0, 0, 0, 1, false, 1}, s);
+    g[CD_GROUP_STRETCH].end = g[CD_GROUP_SHEAR].begin = n;
+    push_family(c, &n, w, h, (cd_family){0, 0, 1, 1, false, 1}, s * sqrtf(2.0f));
+    push_family(c, &n, w, h, (cd_family){1, 0, 0, 1, false, 1}, s * sqrtf(2.0f));
+    g[CD_GROUP_SHEAR].end = g[CD_GROUP_BEND].begin = n;
+    push_family(c, &n, w, h, (cd_family){0, 0, 2, 0, true, 2}, 2.0f * s);
+    push_family(c, &n, w, h, (cd_family){0, 0, 0, 2, false, 2}, 2.0f * s);
+    g[CD_GROUP_BEND].end = n;
 
     assert(n == inst->constraint_count);
+}
+
+cd_vec3 cd_rest_position(const cd_instance *inst, uint32_t particle)
+{
+    const uint32_t w = (uint32_t)inst->width;
+    const float s = inst->def.spacing;
+    return cd_v3((float)(particle % w) * s, (float)(particle / w) * s, 0.0f);
 }
 
 bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
@@ -86,14 +94,15 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
     inst->inv_mass = malloc(sizeof(float) * n);
     inst->own_inv_mass = malloc(sizeof(float) * n);
     inst->pinned = calloc(n, 1);
+    inst->tether_anchor = malloc(sizeof(uint32_t) * n);
+    inst->tether_length = malloc(sizeof(float) * n);
     inst->constraints = malloc(sizeof(cd_distance) * inst->constraint_count);
     if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
-        !inst->constraints)
+        !inst->tether_anchor || !inst->tether_length || !inst->constraints)
         return false;
 
     const cd_vec3 right = cd_v3_normalize_or(def->right, cd_v3(1, 0, 0));
     const cd_vec3 down = cd_v3_normalize_or(def->down, cd_v3(0, -1, 0));
-    const float inv_mass = (float)n / def->mass;
     for (uint32_t y = 0; y < h; y++) {
         for (uint32_t x = 0; x < w; x++) {
             uint32_t i = y * w + x;
@@ -102,15 +111,15 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
                                             cd_v3_scale(down, (float)y * def->spacing)));
             cd_v3_store(&inst->pos[3 * i], p);
             cd_v3_store(&inst->prev[3 * i], p);
-            inst->inv_mass[i] = inv_mass;
-            inst->own_inv_mass[i] = inv_mass;
+            inst->tether_anchor[i] = CD_NO_ANCHOR;
         }
     }
     build_constraints(inst, def);
 
-    inst->gravity = def->gravity;
-    inst->damping = def->damping;
-    inst->iterations = def->solver_iterations;
+    inst->def = *def;
+    inst->def.right = right;
+    inst->def.down = down;
+    cd_apply_options(inst, def);
     inst->enabled = true;
     return true;
 }
@@ -124,7 +133,10 @@ void cd_instance_free(cd_instance *inst)
     free(inst->inv_mass);
     free(inst->own_inv_mass);
     free(inst->pinned);
+    free(inst->tether_anchor);
+    free(inst->tether_length);
     free(inst->constraints);
+    free(inst->pins);
     free(inst->colliders);
     free(inst);
 }

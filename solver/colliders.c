@@ -1,18 +1,30 @@
 /* Collider bookkeeping: slots with generation-checked ids, grown only by
- * addCollider (never during a step). */
+ * addCollider (never during a step); poses, attachments, and the impulses
+ * handed to coupled colliders. */
 #include <stdlib.h>
 
 #include "internal.h"
 #include "vec3.h"
 
-static bool collider_def_is_valid(const cd_collider_def *def)
+static bool in_range(float v, float lo, float hi)
+{
+    return v >= lo && v <= hi; /* false for NaN */
+}
+
+static bool collider_def_is_valid(const cd_instance *inst, const cd_collider_def *def)
 {
     if (def->type != CD_COLLIDER_SPHERE && def->type != CD_COLLIDER_CAPSULE &&
         def->type != CD_COLLIDER_PLANE)
         return false;
+    if (def->attachment != 0 &&
+        (def->attachment > CD_MAX_TRANSFORMS ||
+         inst->transforms[def->attachment - 1].name[0] == '\0'))
+        return false;
     return cd_vec3_is_valid(def->position) && cd_vec3_is_valid(def->normal) &&
            cd_v3_length(def->normal) > 0.0f && cd_float_is_valid(def->radius) &&
-           def->radius >= 0.0f && cd_float_is_valid(def->height) && def->height >= 0.0f;
+           def->radius >= 0.0f && cd_float_is_valid(def->height) && def->height >= 0.0f &&
+           in_range(def->friction, 0, 1e3f) && in_range(def->static_friction, 0, 1e3f) &&
+           in_range(def->coupling, 0, 1);
 }
 
 static cd_collider *find_collider(cd_instance *inst, cd_id id)
@@ -26,9 +38,26 @@ static cd_collider *find_collider(cd_instance *inst, cd_id id)
     return c;
 }
 
+static cd_id collider_id(const cd_instance *inst, const cd_collider *c)
+{
+    return ((cd_id)c->generation << 16) | (uint32_t)(c - inst->colliders + 1);
+}
+
+/* World pose from the local one (attached) or as given. */
+static void place(cd_instance *inst, cd_collider *c)
+{
+    if (c->attachment == 0) {
+        c->pose = c->local;
+        return;
+    }
+    const cd_transform *t = &inst->transforms[c->attachment - 1];
+    c->pose.position = cd_transform_point(t, c->local.position);
+    c->pose.normal = cd_v3_normalize_or(cd_transform_direction(t, c->local.normal), c->local.normal);
+}
+
 cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def, cd_id *out_id)
 {
-    if (!collider_def_is_valid(def))
+    if (!collider_def_is_valid(inst, def))
         return CD_E_INVALID_ARGUMENT;
     uint32_t slot = 0;
     while (slot < inst->collider_slots && inst->colliders[slot].active)
@@ -48,14 +77,25 @@ cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def
         inst->collider_slots = cap;
     }
     cd_collider *c = &inst->colliders[slot];
-    c->type = def->type;
-    c->position = def->position;
-    c->normal = cd_v3_normalize_or(def->normal, cd_v3(0, 1, 0));
-    c->radius = def->radius;
-    c->height = def->height;
-    c->active = true;
+    uint16_t generation = c->generation;
+    *c = (cd_collider){
+        .type = def->type,
+        .local = {.position = def->position,
+                  .normal = cd_v3_normalize_or(def->normal, cd_v3(0, 1, 0))},
+        .attachment = def->attachment,
+        .radius = def->radius,
+        .height = def->height,
+        .friction = def->friction,
+        .static_friction = def->static_friction,
+        .coupling = def->coupling,
+        .generation = generation,
+        .active = true,
+    };
+    place(inst, c);
+    c->from = c->pose; /* a new collider does not sweep from anywhere */
     inst->collider_count++;
-    *out_id = ((cd_id)c->generation << 16) | (slot + 1);
+    cd_instance_wake(inst);
+    *out_id = collider_id(inst, c);
     return CD_OK;
 }
 
@@ -69,9 +109,23 @@ cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_
         (normal && (!cd_vec3_is_valid(*normal) || !(cd_v3_length(*normal) > 0.0f))))
         return CD_E_INVALID_ARGUMENT;
     if (position)
-        c->position = *position;
+        c->local.position = *position;
     if (normal)
-        c->normal = cd_v3_normalize_or(*normal, c->normal);
+        c->local.normal = cd_v3_normalize_or(*normal, c->local.normal);
+    place(inst, c);
+    cd_instance_wake(inst);
+    return CD_OK;
+}
+
+cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider)
+{
+    cd_collider *c = find_collider(inst, collider);
+    if (c == NULL)
+        return CD_E_NOT_FOUND;
+    c->active = false;
+    c->generation++;
+    inst->collider_count--;
+    cd_instance_wake(inst);
     return CD_OK;
 }
 
@@ -84,25 +138,41 @@ uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_coll
         if (!c->active)
             continue;
         if (n < cap) {
-            ids[n] = ((cd_id)c->generation << 16) | (slot + 1);
+            ids[n] = collider_id(inst, c);
             defs[n] = (cd_collider_def){.type = c->type,
-                                        .position = c->position,
-                                        .normal = c->normal,
+                                        .position = c->pose.position,
+                                        .normal = c->pose.normal,
                                         .radius = c->radius,
-                                        .height = c->height};
+                                        .height = c->height,
+                                        .friction = c->friction,
+                                        .static_friction = c->static_friction,
+                                        .coupling = c->coupling,
+                                        .attachment = c->attachment};
         }
         n++;
     }
     return n;
 }
 
-cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider)
+uint32_t cd_instance_collider_impulses(const cd_instance *inst, cd_collider_impulse *out,
+                                       uint32_t cap)
 {
-    cd_collider *c = find_collider(inst, collider);
-    if (c == NULL)
-        return CD_E_NOT_FOUND;
-    c->active = false;
-    c->generation++;
-    inst->collider_count--;
-    return CD_OK;
+    uint32_t n = 0;
+    for (uint32_t slot = 0; slot < inst->collider_slots; slot++) {
+        const cd_collider *c = &inst->colliders[slot];
+        if (!c->active || c->coupling <= 0.0f)
+            continue;
+        if (n < cap)
+            out[n] = (cd_collider_impulse){.collider = collider_id(inst, c),
+                                           .linear = c->impulse_linear,
+                                           .angular = c->impulse_angular};
+        n++;
+    }
+    return n;
+}
+
+void cd_stage_finish_colliders(cd_instance *inst)
+{
+    for (uint32_t k = 0; k < inst->collider_slots; k++)
+        inst->colliders[k].from = inst->colliders[k].pose;
 }

@@ -22,6 +22,7 @@ void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out)
         .colliders = inst->collider_count,
         .enabled = inst->enabled,
         .unstable = inst->unstable,
+        .sleeping = inst->sleeping,
         .frame = inst->frame,
         .time = inst->time,
     };
@@ -51,37 +52,12 @@ bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle)
     return particle < inst->particle_count && inst->pinned[particle] != 0;
 }
 
-cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *position)
-{
-    if (particle >= inst->particle_count)
-        return CD_E_INVALID_ARGUMENT;
-    /* Non-finite, or beyond the guard's box where every step would trip it. */
-    if (position != NULL && !cd_vec3_in_world(*position))
-        return CD_E_INVALID_ARGUMENT;
-    float *p = &inst->pos[3 * particle];
-    if (position != NULL)
-        cd_v3_store(p, *position);
-    /* A pinned particle carries no velocity of its own. */
-    cd_v3_store(&inst->prev[3 * particle], cd_v3_load(p));
-    inst->inv_mass[particle] = 0.0f;
-    inst->pinned[particle] = 1;
-    return CD_OK;
-}
-
-cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle)
-{
-    if (particle >= inst->particle_count)
-        return CD_E_INVALID_ARGUMENT;
-    inst->inv_mass[particle] = inst->own_inv_mass[particle];
-    inst->pinned[particle] = 0;
-    return CD_OK;
-}
-
 cd_status cd_instance_set_wind(cd_instance *inst, cd_vec3 wind)
 {
     if (!cd_vec3_is_valid(wind))
         return CD_E_INVALID_ARGUMENT;
     inst->wind = wind;
+    cd_instance_wake(inst);
     return CD_OK;
 }
 
@@ -89,7 +65,8 @@ cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity)
 {
     if (!cd_vec3_is_valid(gravity))
         return CD_E_INVALID_ARGUMENT;
-    inst->gravity = gravity;
+    inst->def.gravity = gravity;
+    cd_instance_wake(inst);
     return CD_OK;
 }
 
@@ -98,6 +75,7 @@ void cd_instance_set_enabled(cd_instance *inst, bool enabled)
     inst->enabled = enabled;
     if (enabled)
         inst->unstable = false;
+    cd_instance_wake(inst);
 }
 
 bool cd_instance_enabled(const cd_instance *inst)
@@ -108,15 +86,18 @@ bool cd_instance_enabled(const cd_instance *inst)
 size_t cd_instance_memory(const cd_instance *inst)
 {
     size_t n = inst->particle_count;
-    return sizeof *inst + n * (2 * 3 * sizeof(float) + 2 * sizeof(float) + 1) +
+    /* pos, prev; inv_mass, own_inv_mass, tether length; tether anchor; pinned */
+    return sizeof *inst + n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->constraint_count * sizeof(cd_distance) +
+           (size_t)inst->pin_cap * sizeof(cd_pin) +
            (size_t)inst->collider_slots * sizeof(cd_collider);
 }
 
 float cd_instance_max_structural_strain(const cd_instance *inst)
 {
     float worst = 0.0f;
-    for (uint32_t i = 0; i < inst->structural_count; i++) {
+    const cd_group *g = &inst->groups[CD_GROUP_STRETCH];
+    for (uint32_t i = g->begin; i < g->end; i++) {
         const cd_distance *c = &inst->constraints[i];
         cd_vec3 d = cd_v3_sub(cd_v3_load(&inst->pos[3 * c->b]), cd_v3_load(&inst->pos[3 * c->a]));
         float strain = fabsf(cd_v3_length(d) - c->rest) / c->rest;

@@ -9,69 +9,146 @@
 
 #include "solver.h"
 
+#define CD_NO_ANCHOR UINT32_MAX
+#define CD_SLEEP_DELAY 1.0f /* seconds below the sleep threshold before sleeping */
 
-
-/* A distance constraint, 16 bytes; the step walks them in array order. */
+/* A distance constraint, 16 bytes; the step walks them in array order.
+ * `lambda` is XPBD's accumulated multiplier, reset every substep. */
 typedef struct cd_distance {
     uint32_t a, b;
     float rest;
-    float stiffness;
+    float lambda;
 } cd_distance;
 _Static_assert(sizeof(cd_distance) == 16, "distance constraints stay 16 bytes");
 
-typedef struct cd_collider {
-    cd_collider_type type;
+/* Constraints come in groups that share a stiffness or a compliance. */
+typedef enum cd_group_kind {
+    CD_GROUP_STRETCH = 0, /* structural: must come first (strain measure) */
+    CD_GROUP_SHEAR,
+    CD_GROUP_BEND,
+    CD_GROUP_COUNT
+} cd_group_kind;
+
+typedef struct cd_group {
+    uint32_t begin, end; /* range in `constraints` */
+    float stiffness;     /* the seed's projection scale, used when compliance < 0 */
+    float compliance;    /* XPBD, m/N; < 0: use stiffness */
+} cd_group;
+
+typedef struct cd_pose {
     cd_vec3 position;
     cd_vec3 normal; /* unit */
-    float radius;
-    float height;
+} cd_pose;
+
+typedef struct cd_collider {
+    cd_collider_type type;
+    cd_pose pose;  /* world pose this step moves to */
+    cd_pose from;  /* world pose at the start of the next step */
+    cd_pose local; /* pose in its transform's frame when attached */
+    uint32_t attachment;
+    float radius, height;
+    float friction, static_friction, coupling;
+    cd_vec3 impulse_linear, impulse_angular; /* handed over in the last step */
     uint16_t generation;
     bool active;
 } cd_collider;
+
+/* A pinned particle: it moves from `from` to `to` over a step's substeps. */
+typedef struct cd_pin {
+    uint32_t particle;
+    uint32_t attachment; /* transform handle, 0 = none */
+    cd_vec3 local;       /* in the transform's frame when attached */
+    cd_vec3 from, to;
+} cd_pin;
+
+typedef struct cd_transform {
+    char name[CD_TRANSFORM_NAME_MAX]; /* "" = free slot */
+    cd_vec3 position;
+    cd_quat rotation;
+} cd_transform;
 
 struct cd_instance {
     cd_id id;
     cd_instance_type type;
     int32_t width, height;
+    cd_cloth_def def; /* layout and live options */
 
     uint32_t particle_count;
     float *pos;          /* 3 * particle_count */
-    float *prev;         /* 3 * particle_count, positions before the last step */
-    float *inv_mass;     /* particle_count, 0 while pinned */
+    float *prev;         /* 3 * particle_count, positions before the last substep */
+    float *inv_mass;     /* particle_count, 1/kg, 0 while pinned */
     float *own_inv_mass; /* particle_count, restored by unpin */
     uint8_t *pinned;     /* particle_count */
 
     cd_distance *constraints;
     uint32_t constraint_count;
-    uint32_t structural_count; /* the first constraints are structural */
+    cd_group groups[CD_GROUP_COUNT];
+
+    cd_pin *pins;
+    uint32_t pin_count, pin_cap;
+
+    /* Long-range attachments: each free particle's nearest pin in the rest
+     * shape and the distance it may not exceed. Rebuilt when pins change. */
+    uint32_t *tether_anchor; /* particle_count, CD_NO_ANCHOR = none */
+    float *tether_length;    /* particle_count */
+    bool tethers_dirty;
 
     cd_collider *colliders; /* slots; inactive ones are free */
     uint32_t collider_slots;
     uint32_t collider_count; /* active */
 
-    cd_vec3 gravity;
+    cd_transform transforms[CD_MAX_TRANSFORMS]; /* handle = index + 1 */
+
     cd_vec3 wind;
-    float damping;
-    int32_t iterations;
+    cd_vec3 last_global_wind; /* a change wakes a sleeping instance */
 
     bool enabled;
     bool unstable;
     bool started; /* has taken a step: Verlet history is primed */
+    bool sleeping;
+    float still_time; /* seconds spent below the sleep threshold */
     uint64_t frame;
     double time;
-    float last_dt;
+    float last_dt; /* the last substep's length */
 };
 
-/* Stages of one step, in order (step.c runs them). */
-void cd_stage_prime_verlet(cd_instance *inst, cd_vec3 accel, float dt);
-void cd_stage_integrate(cd_instance *inst, cd_vec3 accel, float dt);
-void cd_stage_solve_distances(cd_instance *inst);
-void cd_stage_collide(cd_instance *inst);
-bool cd_stage_guard_ok(const cd_instance *inst);
+/* What one substep needs, computed once per step. */
+typedef struct cd_substep {
+    float h;         /* substep length */
+    float keep;      /* velocity kept per substep (damping) */
+    cd_vec3 accel;   /* gravity, plus the wind when it is an acceleration */
+    cd_vec3 wind;    /* air velocity when the wind is aerodynamic */
+    float t0, t1;    /* fraction of the step at the substep's start and end */
+} cd_substep;
+
+/* Stages of one substep, in order (step.c runs them). */
+void cd_stage_prime_verlet(cd_instance *inst, cd_vec3 accel, float h);
+void cd_stage_move_pins(cd_instance *inst, const cd_substep *sub);
+void cd_stage_aerodynamics(cd_instance *inst, const cd_substep *sub);
+void cd_stage_integrate(cd_instance *inst, const cd_substep *sub);
+void cd_stage_reset_multipliers(cd_instance *inst);
+void cd_stage_solve_distances(cd_instance *inst, float h);
+void cd_stage_solve_tethers(cd_instance *inst);
+void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
+/* After the last substep. */
+void cd_stage_finish_pins(cd_instance *inst);
+void cd_stage_finish_colliders(cd_instance *inst);
+bool cd_stage_guard_ok(const cd_instance *inst, float *max_speed);
 void cd_stage_guard_restore(cd_instance *inst);
 
 /* Builds a cloth grid into a zeroed instance; false on out of memory. */
 bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def);
+/* Applies the live options of `def` (already validated). */
+void cd_apply_options(cd_instance *inst, const cd_cloth_def *def);
+bool cd_options_are_valid(const cd_cloth_def *def);
+/* Rest-shape position of a particle (the grid before any motion). */
+cd_vec3 cd_rest_position(const cd_instance *inst, uint32_t particle);
+void cd_rebuild_tethers(cd_instance *inst);
+/* Something touched the instance: it must simulate again. */
+void cd_instance_wake(cd_instance *inst);
+/* World pose of a transform-local pose. */
+cd_vec3 cd_transform_point(const cd_transform *t, cd_vec3 local);
+cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local);
 /* Frees what an instance owns, then the instance. NULL is fine. */
 void cd_instance_free(cd_instance *inst);
 

@@ -44,7 +44,19 @@ typedef enum cd_instance_type {
     CD_INSTANCE_CLOTH = 0,
 } cd_instance_type;
 
-/* The seed's ClothDescriptor plus the layout axes and gravity. */
+typedef enum cd_wind_model {
+    CD_WIND_AERO = 0,     /* wind is an air velocity; per-triangle drag and lift */
+    CD_WIND_CONSTANT = 1, /* the seed's: wind is an acceleration of free particles */
+} cd_wind_model;
+
+/* Compliance values below zero mean "not given": that constraint group
+ * runs the seed's stiffness projection instead of XPBD. */
+#define CD_UNSET (-1.0f)
+
+/* The seed's ClothDescriptor, the layout axes and gravity, and the options
+ * of the XPBD seed. The layout (width, height, spacing, origin, right,
+ * down) is fixed at creation; everything else may change on a live
+ * instance (cd_instance_configure). */
 typedef struct cd_cloth_def {
     int32_t width;             /* particles along `right`, >= 2 */
     int32_t height;            /* particles along `down`, >= 2 */
@@ -57,11 +69,27 @@ typedef struct cd_cloth_def {
     cd_vec3 right;             /* grid x axis, normalised on creation */
     cd_vec3 down;              /* grid y axis, normalised on creation */
     cd_vec3 gravity;           /* m/s^2 */
-    int32_t solver_iterations; /* Gauss-Seidel passes per step, >= 1 */
+    int32_t solver_iterations; /* constraint passes per substep, >= 1 */
+
+    /* XPBD (seed 003). Metres per newton, >= 0; CD_UNSET: use stiffness. */
+    float stretch_compliance; /* structural and shear */
+    float bend_compliance;
+    int32_t substeps;          /* each step is split into this many, >= 1 */
+    float velocity_retention;  /* per second, (0, 1]; CD_UNSET: use damping */
+    float thickness;           /* metres held off every collider, >= 0 */
+    float particle_mass;       /* kg per particle, for two-way coupling only */
+    cd_wind_model wind_model;
+    float air_density;         /* kg/m^3 (aero wind) */
+    float drag;                /* drag coefficient (aero wind), >= 0 */
+    float lift;                /* lift coefficient (aero wind), >= 0 */
+    bool tethers;              /* long-range attachments to the pins */
+    float tether_scale;        /* tether length / rest distance, >= 1 */
+    float sleep_threshold;     /* m/s; 0 never sleeps */
 } cd_cloth_def;
 
 /* The seed's defaults: 10x10, spacing 0.1, mass 1, stiffness 0.9, bend 0.5,
- * damping 0.01, 4 iterations, right (1,0,0), down (0,-1,0), g (0,-9.81,0). */
+ * damping 0.01, 4 iterations, right (1,0,0), down (0,-1,0), g (0,-9.81,0);
+ * and for the rest see PROTOCOL.md ("create"). */
 cd_cloth_def cd_default_cloth_def(void);
 
 typedef enum cd_collider_type {
@@ -76,7 +104,20 @@ typedef struct cd_collider_def {
     cd_vec3 normal;   /* plane normal or capsule axis; normalised on use */
     float radius;     /* sphere and capsule, >= 0 */
     float height;     /* capsule: total length including both caps */
+    float friction;        /* kinetic, >= 0 */
+    float static_friction; /* >= 0 */
+    float coupling;        /* share of the momentum handed back, 0..1 */
+    /* Attached to the instance's named transform (0 = none): position and
+     * normal are then in the transform's local frame. */
+    uint32_t attachment;
 } cd_collider_def;
+
+/* Momentum the cloth handed to a coupled collider over the last step. */
+typedef struct cd_collider_impulse {
+    cd_id collider;
+    cd_vec3 linear;  /* N s */
+    cd_vec3 angular; /* N m s, about the collider's position */
+} cd_collider_impulse;
 
 cd_collider_def cd_default_collider_def(cd_collider_type type);
 
@@ -102,12 +143,14 @@ typedef struct cd_instance_info {
     uint32_t colliders;
     bool enabled;
     bool unstable; /* the instability guard stopped it; cleared by enable */
+    bool sleeping; /* at rest: its steps cost nothing until something wakes it */
     uint64_t frame; /* steps taken */
     double time;    /* simulated seconds */
 } cd_instance_info;
 
 typedef struct cd_step_result {
     bool unstable; /* the guard caught this step: state restored, disabled */
+    bool sleeping; /* asleep: nothing moved */
 } cd_step_result;
 
 /* ---- world ------------------------------------------------------------ */
@@ -153,10 +196,40 @@ cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *p
 /* Restores the particle's own inverse mass. */
 cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle);
 
+/* The live options: everything of `def` but the layout (width, height,
+ * spacing, origin, right, down), which is ignored. Wakes the instance. */
+cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def);
+/* The instance's current options (and its layout). */
+cd_cloth_def cd_instance_def(const cd_instance *inst);
+
 cd_status cd_instance_set_wind(cd_instance *inst, cd_vec3 wind);
 cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity);
 void cd_instance_set_enabled(cd_instance *inst, bool enabled);
 bool cd_instance_enabled(const cd_instance *inst);
+
+/* ---- attachments ---- */
+
+#define CD_MAX_TRANSFORMS 16
+#define CD_TRANSFORM_NAME_MAX 32 /* bytes, including the terminating NUL */
+
+/* Unit quaternion (x, y, z, w). */
+typedef struct cd_quat {
+    float x, y, z, w;
+} cd_quat;
+
+/* Creates or moves the named transform. Every particle and collider
+ * attached to it follows (pins move smoothly over the next step's
+ * substeps). Returns its handle (>= 1) in *out_handle when not NULL.
+ * CD_E_INVALID_ARGUMENT: bad name, non-finite or zero rotation, position
+ * outside the world box; CD_E_LIMIT_EXCEEDED: CD_MAX_TRANSFORMS. */
+cd_status cd_instance_set_transform(cd_instance *inst, const char *name, cd_vec3 position,
+                                    cd_quat rotation, uint32_t *out_handle);
+/* The handle of a transform, 0 when there is none by that name. */
+uint32_t cd_instance_find_transform(const cd_instance *inst, const char *name);
+/* Pins `particle` to the transform `handle` at `local` (its position in the
+ * transform's frame; NULL: where the particle is now). */
+cd_status cd_instance_attach(cd_instance *inst, uint32_t particle, uint32_t handle,
+                             const cd_vec3 *local);
 
 /* Colliders are per instance, with generation-checked ids. */
 cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def, cd_id *out_id);
@@ -164,6 +237,10 @@ cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def
 cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_vec3 *position,
                                     const cd_vec3 *normal);
 cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider);
+/* The impulses handed to colliders with coupling > 0 during the last step;
+ * writes up to `cap`, returns how many there are. */
+uint32_t cd_instance_collider_impulses(const cd_instance *inst, cd_collider_impulse *out,
+                                       uint32_t cap);
 /* Writes up to `cap` live colliders (ids and shapes, normals unit length)
  * in slot order; returns how many there are. */
 uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_collider_def *defs,

@@ -1,11 +1,20 @@
-/* One step of one instance. The stages, in order:
+/* One step of one instance: `substeps` substeps of length h = dt / substeps
+ * (Macklin et al. 2019, "Small Steps in Physics Simulation"), each running
+ * the stages in this order:
  *
- *   1. prime     first step only: Verlet history for "at rest at t = 0"
- *   2. integrate Verlet with the seed's damping, gravity + wind
- *   3. solve     Gauss-Seidel distance projection, `iterations` passes
- *   4. collide   project free particles out of every collider
- *   5. guard     a non-finite or runaway position restores the last good
- *                state, disables the instance and reports it
+ *   1. pins        pinned particles travel towards their targets
+ *   2. aero        aerodynamic wind, as impulses on the Verlet history
+ *   3. integrate   Verlet with damping, gravity (+ constant wind)
+ *   4. solve       `iterations` passes: distance groups (seed or XPBD),
+ *                  then tethers
+ *   5. collide     thickness, friction, coupling impulses
+ *
+ * then, once per step: pins and colliders settle on their targets, and the
+ * guard checks every position (a non-finite or runaway one restores the
+ * last good state, disables the instance and reports it). An instance whose
+ * particles stay slower than sleep_threshold for CD_SLEEP_DELAY seconds
+ * sleeps: its steps cost nothing until a command or a change of the global
+ * wind wakes it.
  *
  * Nothing here allocates, and nothing reads state outside the instance
  * except the arguments, so a step is a pure function of (instance, dt,
@@ -13,23 +22,93 @@
 #include "internal.h"
 #include "vec3.h"
 
+static bool same_vec3(cd_vec3 a, cd_vec3 b)
+{
+    return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+/* Velocity kept per substep: the per-second retention, or the seed's
+ * per-step damping spread evenly over the substeps. */
+static float keep_per_substep(const cd_cloth_def *d, float h)
+{
+    if (d->velocity_retention != CD_UNSET)
+        return powf(d->velocity_retention, h);
+    if (d->substeps == 1)
+        return 1.0f - d->damping;
+    return powf(1.0f - d->damping, 1.0f / (float)d->substeps);
+}
+
+static void reset_impulses(cd_instance *inst)
+{
+    for (uint32_t k = 0; k < inst->collider_slots; k++) {
+        inst->colliders[k].impulse_linear = cd_v3(0, 0, 0);
+        inst->colliders[k].impulse_angular = cd_v3(0, 0, 0);
+    }
+}
+
+static void update_sleep(cd_instance *inst, float dt, float max_speed)
+{
+    float threshold = inst->def.sleep_threshold;
+    if (threshold <= 0.0f || max_speed >= threshold) {
+        inst->still_time = 0.0f;
+        return;
+    }
+    inst->still_time += dt;
+    if (inst->still_time >= CD_SLEEP_DELAY)
+        inst->sleeping = true;
+}
+
 cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind)
 {
-    cd_step_result result = {.unstable = false};
+    cd_step_result result = {.unstable = false, .sleeping = false};
     if (!inst->enabled || !(dt > 0.0f && dt <= 1.0f) || !cd_vec3_is_valid(global_wind))
         return result;
+    if (!same_vec3(global_wind, inst->last_global_wind)) {
+        inst->last_global_wind = global_wind;
+        cd_instance_wake(inst);
+    }
+    if (inst->sleeping) {
+        inst->frame++;
+        inst->time += dt;
+        result.sleeping = true;
+        return result;
+    }
 
-    cd_vec3 accel = cd_v3_add(inst->gravity, cd_v3_add(inst->wind, global_wind));
+    const cd_cloth_def *d = &inst->def;
+    const int n = d->substeps;
+    const cd_vec3 wind = cd_v3_add(inst->wind, global_wind);
+    cd_substep sub = {.h = dt / (float)n, .accel = d->gravity, .wind = cd_v3(0, 0, 0)};
+    if (d->wind_model == CD_WIND_CONSTANT)
+        sub.accel = cd_v3_add(sub.accel, wind);
+    else
+        sub.wind = wind;
+    sub.keep = keep_per_substep(d, sub.h);
+
+    if (inst->tethers_dirty)
+        cd_rebuild_tethers(inst);
+    reset_impulses(inst);
     if (!inst->started) {
-        cd_stage_prime_verlet(inst, accel, dt);
+        cd_stage_prime_verlet(inst, sub.accel, sub.h);
         inst->started = true;
     }
-    cd_stage_integrate(inst, accel, dt);
-    for (int32_t i = 0; i < inst->iterations; i++)
-        cd_stage_solve_distances(inst);
-    cd_stage_collide(inst);
+    for (int s = 0; s < n; s++) {
+        sub.t0 = (float)s / (float)n;
+        sub.t1 = (float)(s + 1) / (float)n;
+        cd_stage_move_pins(inst, &sub);
+        cd_stage_aerodynamics(inst, &sub);
+        cd_stage_integrate(inst, &sub);
+        cd_stage_reset_multipliers(inst);
+        for (int32_t i = 0; i < d->solver_iterations; i++) {
+            cd_stage_solve_distances(inst, sub.h);
+            cd_stage_solve_tethers(inst);
+        }
+        cd_stage_collide(inst, &sub);
+    }
+    cd_stage_finish_pins(inst);
+    cd_stage_finish_colliders(inst);
 
-    if (!cd_stage_guard_ok(inst)) {
+    float max_speed = 0.0f;
+    if (!cd_stage_guard_ok(inst, &max_speed)) {
         cd_stage_guard_restore(inst);
         inst->enabled = false;
         inst->unstable = true;
@@ -38,26 +117,52 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
     }
     inst->frame++;
     inst->time += dt;
-    inst->last_dt = dt;
+    inst->last_dt = sub.h;
+    update_sleep(inst, dt, max_speed / sub.h);
     return result;
 }
 
-bool cd_stage_guard_ok(const cd_instance *inst)
+bool cd_stage_guard_ok(const cd_instance *inst, float *max_step)
 {
-    const float *p = inst->pos;
-    const uint32_t n = 3 * inst->particle_count;
+    const float *p = inst->pos, *q = inst->prev;
+    const uint32_t n = inst->particle_count;
     /* Branch-free scan; NaN fails the comparison and so counts as bad. */
     uint32_t bad = 0;
-    for (uint32_t i = 0; i < n; i++)
-        bad |= !(fabsf(p[i]) <= CD_WORLD_EXTENT);
+    float worst = 0.0f;
+    for (uint32_t i = 0; i < n; i++) {
+        const float x = p[3 * i], y = p[3 * i + 1], z = p[3 * i + 2];
+        bad |= !(fabsf(x) <= CD_WORLD_EXTENT) | !(fabsf(y) <= CD_WORLD_EXTENT) |
+               !(fabsf(z) <= CD_WORLD_EXTENT);
+        const float dx = x - q[3 * i], dy = y - q[3 * i + 1], dz = z - q[3 * i + 2];
+        worst = fmaxf(worst, dx * dx + dy * dy + dz * dz);
+    }
+    *max_step = sqrtf(worst); /* the largest move over the last substep */
     return bad == 0;
 }
 
 void cd_stage_guard_restore(cd_instance *inst)
 {
-    /* `prev` holds the positions before this step, which passed the guard
-     * last time; restart from them at rest. */
-    const uint32_t n = 3 * inst->particle_count;
-    for (uint32_t i = 0; i < n; i++)
-        inst->pos[i] = inst->prev[i];
+    /* Restart at rest from `prev`, the positions before the last substep:
+     * with one substep those are the last good step's. Should they be
+     * unusable too (a blow-up within the step's first substeps), reset to
+     * the creation layout, pins at their targets. */
+    const uint32_t n = inst->particle_count;
+    bool usable = true;
+    for (uint32_t i = 0; i < 3 * n; i++)
+        usable &= fabsf(inst->prev[i]) <= CD_WORLD_EXTENT;
+    const cd_cloth_def *d = &inst->def;
+    for (uint32_t i = 0; i < n; i++) {
+        cd_vec3 p = cd_v3_load(&inst->prev[3 * i]);
+        if (!usable) {
+            cd_vec3 r = cd_rest_position(inst, i);
+            p = cd_v3_add(d->origin, cd_v3_add(cd_v3_scale(d->right, r.x), cd_v3_scale(d->down, r.y)));
+        }
+        cd_v3_store(&inst->pos[3 * i], p);
+        cd_v3_store(&inst->prev[3 * i], p);
+    }
+    for (uint32_t k = 0; k < inst->pin_count; k++) {
+        const cd_pin *pin = &inst->pins[k];
+        cd_v3_store(&inst->pos[3 * pin->particle], pin->to);
+        cd_v3_store(&inst->prev[3 * pin->particle], pin->to);
+    }
 }

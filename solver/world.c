@@ -38,6 +38,19 @@ cd_cloth_def cd_default_cloth_def(void)
         .down = {0.0f, -1.0f, 0.0f},
         .gravity = {0.0f, -9.81f, 0.0f},
         .solver_iterations = 4,
+        .stretch_compliance = CD_UNSET,
+        .bend_compliance = CD_UNSET,
+        .substeps = 1,
+        .velocity_retention = CD_UNSET,
+        .thickness = 0.0f,
+        .particle_mass = 0.05f,
+        .wind_model = CD_WIND_AERO,
+        .air_density = 1.225f,
+        .drag = 1.0f,
+        .lift = 0.5f,
+        .tethers = true,
+        .tether_scale = 1.0f,
+        .sleep_threshold = 0.01f,
     };
 }
 
@@ -49,6 +62,10 @@ cd_collider_def cd_default_collider_def(cd_collider_type type)
         .normal = {0.0f, 1.0f, 0.0f},
         .radius = 0.5f,
         .height = 1.0f,
+        .friction = 0.0f,
+        .static_friction = 0.0f,
+        .coupling = 0.0f,
+        .attachment = 0,
     };
 }
 
@@ -139,13 +156,9 @@ static bool grid_in_world(const cd_cloth_def *def)
 static bool cloth_def_is_valid(const cd_cloth_def *def)
 {
     return def->width >= 2 && def->height >= 2 && cd_float_is_valid(def->spacing) &&
-           def->spacing > 0.0f && cd_float_is_valid(def->mass) && def->mass > 0.0f &&
-           def->stiffness >= 0.0f && def->stiffness <= 1.0f && def->bend_stiffness >= 0.0f &&
-           def->bend_stiffness <= 1.0f && def->damping >= 0.0f && def->damping <= 1.0f &&
-           def->solver_iterations >= 1 && cd_vec3_is_valid(def->origin) &&
-           cd_vec3_is_valid(def->gravity) && cd_vec3_is_valid(def->right) &&
+           def->spacing > 0.0f && cd_vec3_is_valid(def->origin) && cd_vec3_is_valid(def->right) &&
            cd_vec3_is_valid(def->down) && axes_span_a_plane(def->right, def->down) &&
-           grid_in_world(def);
+           grid_in_world(def) && cd_options_are_valid(def);
 }
 
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id)

@@ -250,7 +250,8 @@ Test(protocol_request, command_names_are_the_wire_names)
 {
     static const char *const names[CD_CMD_COUNT] = {
         "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
-        "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug"};
+        "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug",
+        "set", "transform", "attach"};
     for (int i = 0; i < CD_CMD_COUNT; i++)
         cr_assert_str_eq(cd_command_name((cd_command)i), names[i]);
     cr_assert_str_eq(cd_command_name(CD_CMD_COUNT), "unknown");
@@ -287,8 +288,14 @@ Test(protocol_request, create_without_fields_uses_the_seed_defaults)
     assert_vec3(d->right, 1, 0, 0);
     assert_vec3(d->down, 0, -1, 0);
     assert_vec3(d->gravity, 0, -9.81f, 0);
-    cd_cloth_def expected = cd_default_cloth_def();
-    cr_assert_eq(memcmp(d, &expected, sizeof expected), 0);
+    /* The XPBD seed's options: unset compliance (the seed's stiffness
+     * applies), aerodynamic wind, tethers on. */
+    cr_assert_eq(d->stretch_compliance, CD_UNSET);
+    cr_assert_eq(d->bend_compliance, CD_UNSET);
+    cr_assert_eq(d->velocity_retention, CD_UNSET);
+    cr_assert_eq(d->wind_model, CD_WIND_AERO);
+    cr_assert(d->tethers);
+    cr_assert_eq(d->particle_mass, 0.05f);
     cd_request_free(&req);
 }
 
@@ -939,6 +946,60 @@ Test(protocol_request, subscribe_one_many_or_all)
 
     parse_ok("{\"cmd\":\"subscribe\"}", &req);
     cr_assert(req.as.subscribe.instances.all);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, subscribe_options_default_to_plain_every_frame)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"subscribe\",\"instance\":5}", &req);
+    cr_assert_not(req.as.subscribe.options.quantize);
+    cr_assert_eq(req.as.subscribe.options.every, 1u);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, subscribe_reads_quantize_and_every)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"subscribe\",\"instances\":[5],\"quantize\":true,\"every\":3}", &req);
+    cr_assert(req.as.subscribe.options.quantize);
+    cr_assert_eq(req.as.subscribe.options.every, 3u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"subscribe\",\"quantize\":false,\"every\":1000}", &req);
+    cr_assert(req.as.subscribe.instances.all);
+    cr_assert_not(req.as.subscribe.options.quantize);
+    cr_assert_eq(req.as.subscribe.options.every, 1000u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"subscribe\",\"every\":2.0}", &req);
+    cr_assert_eq(req.as.subscribe.options.every, 2u);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, subscribe_bad_options_are_invalid_and_name_the_field)
+{
+    expect_error("{\"cmd\":\"subscribe\",\"quantize\":1}", CD_E_INVALID_ARGUMENT,
+                 "quantize: must be true or false");
+    expect_error("{\"cmd\":\"subscribe\",\"quantize\":\"yes\"}", CD_E_INVALID_ARGUMENT,
+                 "quantize: must be true or false");
+    expect_error("{\"cmd\":\"subscribe\",\"every\":0}", CD_E_INVALID_ARGUMENT,
+                 "every: must be an integer in [1, 1000]");
+    expect_error("{\"cmd\":\"subscribe\",\"every\":1001}", CD_E_INVALID_ARGUMENT,
+                 "every: must be an integer in [1, 1000]");
+    expect_error("{\"cmd\":\"subscribe\",\"every\":2.5}", CD_E_INVALID_ARGUMENT,
+                 "every: must be an integer in [1, 1000]");
+    expect_error("{\"cmd\":\"subscribe\",\"instance\":1,\"every\":null}",
+                 CD_E_INVALID_ARGUMENT, "every: must be an integer in [1, 1000]");
+    /* The instances are checked first, as listed in PROTOCOL.md. */
+    expect_error("{\"cmd\":\"subscribe\",\"instance\":-1,\"every\":0}", CD_E_INVALID_ARGUMENT,
+                 "instance: must be an integer in [0, 4294967295]");
+}
+
+Test(protocol_request, unsubscribe_ignores_frame_options)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"unsubscribe\",\"instance\":5,\"every\":0,\"quantize\":1}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_UNSUBSCRIBE);
+    cr_assert_eq(req.as.subscribe.instances.ids[0], 5u);
     cd_request_free(&req);
 }
 

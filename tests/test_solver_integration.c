@@ -19,10 +19,14 @@
 
 #define FALL_STEPS 30
 
+/* The seed's integrator in a vacuum: no damping, no air, and wind as the
+ * seed's constant acceleration (the aerodynamic model has its own tests). */
 static cd_cloth_def undamped_free_cloth(void)
 {
     cd_cloth_def def = cd_default_cloth_def();
     def.damping = 0.0f;
+    def.air_density = 0.0f;
+    def.wind_model = CD_WIND_CONSTANT;
     return def;
 }
 

@@ -18,7 +18,8 @@ class BackpressureTest(unittest.TestCase):
         srv = fresh_server(self)
         stepper = srv.client()
         self.addCleanup(stepper.close)
-        cid = stepper.create_cloth(width=64, height=64, spacing=0.02)
+        # Never asleep: a sleeping instance sends no frames.
+        cid = stepper.create_cloth(width=64, height=64, spacing=0.02, sleep_threshold=0)
         stepper.pin(cid, list(range(64)))
 
         slow = Client(srv.host, srv.port, timeout=10.0, rcvbuf=1024).connect()

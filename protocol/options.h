@@ -1,0 +1,16 @@
+/* clothd protocol — the cloth options of `create` and `set` (private). */
+#ifndef CLOTHD_PROTOCOL_OPTIONS_H
+#define CLOTHD_PROTOCOL_OPTIONS_H
+
+#include "protocol.h"
+
+/* Reads the cloth fields of `obj` over `def` (which holds the defaults).
+ * `for_set`: the layout fields are refused ("width: fixed at creation").
+ * *present receives the fields given (bits of CD_OPT_*). Pairs that name
+ * one setting twice (stiffness / stretchCompliance, bendStiffness /
+ * bendCompliance, damping / velocityRetention, solverIterations /
+ * iterations) are refused together. */
+cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *def,
+                                 uint64_t *present, cd_error *err);
+
+#endif

@@ -1,0 +1,280 @@
+/* Pins, named transforms (attachments) and long-range tethers.
+ *
+ * A pin holds a particle at a target. Moving a pin (or the transform it is
+ * attached to) does not teleport it for the solver: over the next step the
+ * particle travels from where the last step left it to the new target,
+ * substep by substep, so the cloth sees a smooth kinematic motion (a cape
+ * follows shoulders that move every tick). Queries see the new target at
+ * once.
+ *
+ * Tethers (NvCloth's long-range constraints, Jolt's LRA): every free
+ * particle may not get farther from its nearest pin (nearest in the rest
+ * shape) than their rest distance times tether_scale. One unilateral
+ * constraint per particle bounds the stretch of a hanging cloth whatever
+ * the iteration count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "vec3.h"
+
+/* ---- pins -------------------------------------------------------------- */
+
+static cd_pin *find_pin(cd_instance *inst, uint32_t particle)
+{
+    for (uint32_t i = 0; i < inst->pin_count; i++)
+        if (inst->pins[i].particle == particle)
+            return &inst->pins[i];
+    return NULL;
+}
+
+/* The pin of `particle`, created if needed; NULL on out of memory. */
+static cd_pin *get_or_add_pin(cd_instance *inst, uint32_t particle)
+{
+    cd_pin *pin = find_pin(inst, particle);
+    if (pin != NULL)
+        return pin;
+    if (inst->pin_count == inst->pin_cap) {
+        uint32_t cap = inst->pin_cap ? inst->pin_cap * 2 : 8;
+        cd_pin *grown = realloc(inst->pins, cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        inst->pins = grown;
+        inst->pin_cap = cap;
+    }
+    cd_vec3 here = cd_v3_load(&inst->pos[3 * particle]);
+    pin = &inst->pins[inst->pin_count++];
+    *pin = (cd_pin){.particle = particle, .attachment = 0, .from = here, .to = here};
+    inst->inv_mass[particle] = 0.0f;
+    inst->pinned[particle] = 1;
+    /* A newly pinned particle carries no velocity of its own. */
+    cd_v3_store(&inst->prev[3 * particle], here);
+    inst->tethers_dirty = true;
+    return pin;
+}
+
+static void place_pin(cd_instance *inst, cd_pin *pin, cd_vec3 target)
+{
+    pin->to = target;
+    cd_v3_store(&inst->pos[3 * pin->particle], target);
+}
+
+cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *position)
+{
+    if (particle >= inst->particle_count)
+        return CD_E_INVALID_ARGUMENT;
+    /* Non-finite, or beyond the guard's box where every step would trip it. */
+    if (position != NULL && !cd_vec3_in_world(*position))
+        return CD_E_INVALID_ARGUMENT;
+    cd_pin *pin = get_or_add_pin(inst, particle);
+    if (pin == NULL)
+        return CD_E_INTERNAL;
+    pin->attachment = 0;
+    if (position != NULL)
+        place_pin(inst, pin, *position);
+    cd_instance_wake(inst);
+    return CD_OK;
+}
+
+cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle)
+{
+    if (particle >= inst->particle_count)
+        return CD_E_INVALID_ARGUMENT;
+    cd_pin *pin = find_pin(inst, particle);
+    if (pin != NULL) {
+        *pin = inst->pins[--inst->pin_count];
+        inst->tethers_dirty = true;
+    }
+    inst->inv_mass[particle] = inst->own_inv_mass[particle];
+    inst->pinned[particle] = 0;
+    cd_instance_wake(inst);
+    return CD_OK;
+}
+
+void cd_stage_move_pins(cd_instance *inst, const cd_substep *sub)
+{
+    for (uint32_t i = 0; i < inst->pin_count; i++) {
+        const cd_pin *pin = &inst->pins[i];
+        float *p = &inst->pos[3 * pin->particle];
+        cd_v3_store(&inst->prev[3 * pin->particle], cd_v3_load(p));
+        cd_v3_store(p, cd_v3_add(pin->from, cd_v3_scale(cd_v3_sub(pin->to, pin->from), sub->t1)));
+    }
+}
+
+void cd_stage_finish_pins(cd_instance *inst)
+{
+    for (uint32_t i = 0; i < inst->pin_count; i++) {
+        cd_pin *pin = &inst->pins[i];
+        pin->from = pin->to;
+        cd_v3_store(&inst->pos[3 * pin->particle], pin->to); /* exact, no rounding drift */
+    }
+}
+
+/* ---- transforms ---------------------------------------------------------- */
+
+static cd_vec3 rotate(cd_quat q, cd_vec3 v)
+{
+    /* v' = v + 2w (u x v) + 2 u x (u x v), u = (x, y, z) */
+    cd_vec3 u = cd_v3(q.x, q.y, q.z);
+    cd_vec3 t = cd_v3_scale(cd_v3_cross(u, v), 2.0f);
+    return cd_v3_add(v, cd_v3_add(cd_v3_scale(t, q.w), cd_v3_cross(u, t)));
+}
+
+static cd_quat conjugate(cd_quat q)
+{
+    return (cd_quat){-q.x, -q.y, -q.z, q.w};
+}
+
+cd_vec3 cd_transform_point(const cd_transform *t, cd_vec3 local)
+{
+    return cd_v3_add(t->position, rotate(t->rotation, local));
+}
+
+cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local)
+{
+    return rotate(t->rotation, local);
+}
+
+uint32_t cd_instance_find_transform(const cd_instance *inst, const char *name)
+{
+    if (name == NULL || name[0] == '\0')
+        return 0;
+    for (uint32_t i = 0; i < CD_MAX_TRANSFORMS; i++)
+        if (strcmp(inst->transforms[i].name, name) == 0)
+            return i + 1;
+    return 0;
+}
+
+/* Moves every pin and collider attached to transform `handle`. */
+static void follow_transform(cd_instance *inst, uint32_t handle)
+{
+    const cd_transform *t = &inst->transforms[handle - 1];
+    for (uint32_t i = 0; i < inst->pin_count; i++) {
+        cd_pin *pin = &inst->pins[i];
+        if (pin->attachment == handle)
+            place_pin(inst, pin, cd_transform_point(t, pin->local));
+    }
+    for (uint32_t k = 0; k < inst->collider_slots; k++) {
+        cd_collider *c = &inst->colliders[k];
+        if (!c->active || c->attachment != handle)
+            continue;
+        c->pose.position = cd_transform_point(t, c->local.position);
+        c->pose.normal = cd_v3_normalize_or(cd_transform_direction(t, c->local.normal),
+                                            c->pose.normal);
+    }
+}
+
+cd_status cd_instance_set_transform(cd_instance *inst, const char *name, cd_vec3 position,
+                                    cd_quat rotation, uint32_t *out_handle)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len >= CD_TRANSFORM_NAME_MAX || !cd_vec3_in_world(position))
+        return CD_E_INVALID_ARGUMENT;
+    float qn = sqrtf(rotation.x * rotation.x + rotation.y * rotation.y +
+                     rotation.z * rotation.z + rotation.w * rotation.w);
+    if (!(qn > 1e-6f) || !isfinite(qn))
+        return CD_E_INVALID_ARGUMENT;
+    rotation = (cd_quat){rotation.x / qn, rotation.y / qn, rotation.z / qn, rotation.w / qn};
+
+    uint32_t handle = cd_instance_find_transform(inst, name);
+    if (handle == 0) {
+        for (uint32_t i = 0; i < CD_MAX_TRANSFORMS && handle == 0; i++)
+            if (inst->transforms[i].name[0] == '\0')
+                handle = i + 1;
+        if (handle == 0)
+            return CD_E_LIMIT_EXCEEDED;
+        memcpy(inst->transforms[handle - 1].name, name, len + 1);
+    }
+    cd_transform *t = &inst->transforms[handle - 1];
+    t->position = position;
+    t->rotation = rotation;
+    follow_transform(inst, handle);
+    cd_instance_wake(inst);
+    if (out_handle != NULL)
+        *out_handle = handle;
+    return CD_OK;
+}
+
+cd_status cd_instance_attach(cd_instance *inst, uint32_t particle, uint32_t handle,
+                             const cd_vec3 *local)
+{
+    if (particle >= inst->particle_count || handle < 1 || handle > CD_MAX_TRANSFORMS ||
+        inst->transforms[handle - 1].name[0] == '\0')
+        return CD_E_INVALID_ARGUMENT;
+    if (local != NULL && !cd_vec3_in_world(*local))
+        return CD_E_INVALID_ARGUMENT;
+    const cd_transform *t = &inst->transforms[handle - 1];
+    cd_vec3 offset;
+    if (local != NULL) {
+        offset = *local;
+    } else {
+        cd_vec3 here = cd_v3_load(&inst->pos[3 * particle]);
+        offset = rotate(conjugate(t->rotation), cd_v3_sub(here, t->position));
+    }
+    cd_vec3 target = cd_transform_point(t, offset);
+    if (!cd_vec3_in_world(target))
+        return CD_E_INVALID_ARGUMENT;
+    cd_pin *pin = get_or_add_pin(inst, particle);
+    if (pin == NULL)
+        return CD_E_INTERNAL;
+    pin->attachment = handle;
+    pin->local = offset;
+    place_pin(inst, pin, target);
+    cd_instance_wake(inst);
+    return CD_OK;
+}
+
+/* ---- tethers ------------------------------------------------------------- */
+
+void cd_rebuild_tethers(cd_instance *inst)
+{
+    inst->tethers_dirty = false;
+    const uint32_t n = inst->particle_count;
+    for (uint32_t i = 0; i < n; i++)
+        inst->tether_anchor[i] = CD_NO_ANCHOR;
+    if (!inst->def.tethers || inst->pin_count == 0)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        if (inst->pinned[i])
+            continue;
+        cd_vec3 rest = cd_rest_position(inst, i);
+        float best = INFINITY;
+        uint32_t anchor = CD_NO_ANCHOR;
+        /* Ties go to the lowest pin index in the pin list: deterministic. */
+        for (uint32_t k = 0; k < inst->pin_count; k++) {
+            cd_vec3 d = cd_v3_sub(cd_rest_position(inst, inst->pins[k].particle), rest);
+            float d2 = cd_v3_dot(d, d);
+            if (d2 < best) {
+                best = d2;
+                anchor = inst->pins[k].particle;
+            }
+        }
+        inst->tether_anchor[i] = anchor;
+        inst->tether_length[i] = sqrtf(best) * inst->def.tether_scale;
+    }
+}
+
+void cd_stage_solve_tethers(cd_instance *inst)
+{
+    if (!inst->def.tethers || inst->pin_count == 0)
+        return;
+    float *restrict pos = inst->pos;
+    const uint32_t *restrict anchor = inst->tether_anchor;
+    const float *restrict length = inst->tether_length;
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
+        const uint32_t a = anchor[i];
+        if (a == CD_NO_ANCHOR)
+            continue;
+        float *p = &pos[3 * i];
+        const float *q = &pos[3 * a];
+        const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        const float limit = length[i];
+        if (d2 <= limit * limit)
+            continue;
+        const float s = limit / sqrtf(d2); /* only the free end moves */
+        p[0] = q[0] + dx * s;
+        p[1] = q[1] + dy * s;
+        p[2] = q[2] + dz * s;
+    }
+}
