@@ -159,7 +159,10 @@ char *cd_status_text(const cd_instance_info *infos, uint32_t count)
     for (uint32_t i = 0; i < count && o < cap; i++) {
         const cd_instance_info *in = &infos[i];
         /* The guard disables what it catches, so [UNSTABLE] says it all. */
-        const char *flag = in->unstable ? " [UNSTABLE]" : !in->enabled ? " [DISABLED]" : "";
+        const char *flag = in->unstable   ? " [UNSTABLE]"
+                           : !in->enabled ? " [DISABLED]"
+                           : in->sleeping ? " [SLEEPING]"
+                                          : "";
         n = snprintf(text + o, cap - o, "  %s %u: %u particles, %u constraints, %u colliders%s\n",
                      type_title(in->type), (unsigned)in->id, (unsigned)in->particles,
                      (unsigned)in->constraints, (unsigned)in->colliders, flag);
