@@ -41,6 +41,7 @@ CORE_OBJ     := $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(SERVER_OBJ)
 # defines its own targets, appends its test target to CLIENT_TESTS (run by
 # `make test` against build/clothd) and its Debian packages to DEB_TEST.
 CLIENT_TESTS :=
+.DEFAULT_GOAL := all
 include $(wildcard clients/*/client.mk)
 
 all: $(BUILD)/clothd
