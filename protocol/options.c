@@ -14,7 +14,8 @@ enum {
     OPT_DAMPING, OPT_ORIGIN, OPT_SOLVER_ITERATIONS, OPT_RIGHT, OPT_DOWN, OPT_GRAVITY,
     OPT_STRETCH_COMPLIANCE, OPT_BEND_COMPLIANCE, OPT_ITERATIONS, OPT_SUBSTEPS,
     OPT_VELOCITY_RETENTION, OPT_THICKNESS, OPT_PARTICLE_MASS, OPT_AIR_DENSITY, OPT_DRAG,
-    OPT_LIFT, OPT_TETHERS, OPT_TETHER_SCALE, OPT_SLEEP_THRESHOLD,
+    OPT_LIFT, OPT_TETHERS, OPT_TETHER_SCALE, OPT_SLEEP_THRESHOLD, OPT_VOLUME_STIFFNESS,
+    OPT_VOLUME_COMPLIANCE,
     OPT_COUNT
 };
 
@@ -59,6 +60,10 @@ static const cd_field_spec cloth_fields[OPT_COUNT] = {
         CD_FLOAT_FIELD(cd_cloth_def, tether_scale, "tetherScale", RANGE_AT_LEAST_1),
     [OPT_SLEEP_THRESHOLD] =
         CD_FLOAT_FIELD(cd_cloth_def, sleep_threshold, "sleepThreshold", RANGE_NON_NEGATIVE),
+    [OPT_VOLUME_STIFFNESS] =
+        CD_FLOAT_FIELD(cd_cloth_def, volume_stiffness, "volumeStiffness", RANGE_UNIT),
+    [OPT_VOLUME_COMPLIANCE] = CD_FLOAT_FIELD(cd_cloth_def, volume_compliance,
+                                             "volumeCompliance", RANGE_NON_NEGATIVE),
 };
 _Static_assert(OPT_COUNT < 64, "a presence mask holds every option and windModel");
 
@@ -70,6 +75,7 @@ static const struct {
     {OPT_BEND_STIFFNESS, OPT_BEND_COMPLIANCE},
     {OPT_DAMPING, OPT_VELOCITY_RETENTION},
     {OPT_SOLVER_ITERATIONS, OPT_ITERATIONS},
+    {OPT_VOLUME_STIFFNESS, OPT_VOLUME_COMPLIANCE},
 };
 
 static cd_status read_wind_model(const cJSON *obj, cd_cloth_def *def, bool *given, cd_error *err)
@@ -116,6 +122,8 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
         def->bend_compliance = CD_UNSET;
     if (seen & BIT(OPT_DAMPING))
         def->velocity_retention = CD_UNSET;
+    if (seen & BIT(OPT_VOLUME_STIFFNESS))
+        def->volume_compliance = CD_UNSET;
     if (present != NULL)
         *present = seen | (wind_given ? BIT(OPT_COUNT) : 0);
     return CD_OK;
@@ -141,4 +149,6 @@ void cd_cloth_def_merge(cd_cloth_def *dst, const cd_cloth_def *src, uint64_t pre
         dst->bend_compliance = CD_UNSET;
     if (present & BIT(OPT_DAMPING))
         dst->velocity_retention = CD_UNSET;
+    if (present & BIT(OPT_VOLUME_STIFFNESS))
+        dst->volume_compliance = CD_UNSET;
 }

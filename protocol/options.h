@@ -13,4 +13,12 @@
 cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *def,
                                  uint64_t *present, cd_error *err);
 
+
+
+/* The rest of a soft body's `create`: the options (seed soft-body
+ * defaults) and the mesh, given as "vertices" + "tetrahedra" or generated
+ * from "shape" ("box": size, cells, origin; "ball": radius, resolution,
+ * center). Fills req->as.create. */
+cd_status cd_parse_softbody(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                            cd_error *err);
 #endif

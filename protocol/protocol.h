@@ -45,6 +45,7 @@ typedef enum cd_command {
     CD_CMD_SET,
     CD_CMD_TRANSFORM,
     CD_CMD_ATTACH,
+    CD_CMD_TOPOLOGY,
     CD_CMD_COUNT
 } cd_command;
 
@@ -91,7 +92,9 @@ typedef struct cd_request {
     bool has_instance;  /* "instance" was given */
     cd_id instance;
     union {
-        struct { cd_cloth_def def; } create;
+        /* cloth: def; soft body: def holds the options and mesh the
+         * vertices and tetrahedra (owned) */
+        struct { cd_instance_type type; cd_cloth_def def; cd_tet_mesh mesh; } create;
         /* pin and unpin; positions is NULL when none were given (pin in place) */
         struct {
             uint32_t count;
@@ -154,6 +157,8 @@ char *cd_reply_print(cJSON *reply, size_t *out_len);
 /* A JSON array of 3*count floats, printed with 9 significant digits (exact
  * for f32), added to `obj` under `name`. Returns false on OOM. */
 bool cd_reply_add_floats(cJSON *obj, const char *name, const float *values, size_t count);
+/* The same for a flat list of `total` floats. */
+bool cd_reply_add_float_list(cJSON *obj, const char *name, const float *values, size_t total);
 
 /* The seed's console block:
  *   === Cloth Simulation ===

@@ -105,11 +105,17 @@ static size_t format_float(char *dst, float v)
 
 bool cd_reply_add_floats(cJSON *obj, const char *name, const float *values, size_t count)
 {
-    if (!obj || !name || (!values && count > 0))
+    if (count > SIZE_MAX / 3)
         return false;
-    if (count > (SIZE_MAX - 3) / (3 * FLOAT_TEXT_MAX))
+    return cd_reply_add_float_list(obj, name, values, 3 * count);
+}
+
+bool cd_reply_add_float_list(cJSON *obj, const char *name, const float *values, size_t total)
+{
+    if (!obj || !name || (!values && total > 0))
         return false;
-    size_t total = 3 * count;
+    if (total > (SIZE_MAX - 3) / FLOAT_TEXT_MAX)
+        return false;
     char *text = malloc(total * FLOAT_TEXT_MAX + 3);
     if (!text)
         return false;
@@ -139,6 +145,8 @@ static const char *type_title(cd_instance_type type)
     switch (type) {
     case CD_INSTANCE_CLOTH:
         return "Cloth";
+    case CD_INSTANCE_SOFTBODY:
+        return "Soft body";
     }
     return "Instance";
 }

@@ -267,12 +267,16 @@ static cd_status parse_nothing(const cJSON *obj, const cd_limits *lim, cd_reques
 static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request *req,
                               cd_error *err)
 {
-    static const char *const types[] = {"cloth"};
+    /* Index order = cd_instance_type order. */
+    static const char *const types[] = {"cloth", "softbody"};
     size_t type = 0;
     cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "instance type", false, &type,
                              err);
     if (st != CD_OK)
         return st;
+    if (type == CD_INSTANCE_SOFTBODY)
+        return cd_parse_softbody(obj, lim, req, err);
+    req->as.create.type = CD_INSTANCE_CLOTH;
     cd_cloth_def def = cd_default_cloth_def();
     if ((st = cd_parse_cloth_options(obj, false, &def, NULL, err)) != CD_OK)
         return st;
@@ -532,6 +536,7 @@ static const command_entry commands[CD_CMD_COUNT] = {
     [CD_CMD_SET] = {"set", INSTANCE_REQUIRED, parse_set},
     [CD_CMD_TRANSFORM] = {"transform", INSTANCE_REQUIRED, parse_transform},
     [CD_CMD_ATTACH] = {"attach", INSTANCE_REQUIRED, parse_attach},
+    [CD_CMD_TOPOLOGY] = {"topology", INSTANCE_REQUIRED, parse_nothing},
 };
 
 const char *cd_command_name(cd_command cmd)
@@ -555,6 +560,9 @@ static void free_payload(cd_request *req)
         break;
     case CD_CMD_STEP:
         free(req->as.step.instances.ids);
+        break;
+    case CD_CMD_CREATE:
+        cd_mesh_free(&req->as.create.mesh);
         break;
     case CD_CMD_SUBSCRIBE:
     case CD_CMD_UNSUBSCRIBE:

@@ -41,7 +41,7 @@ static void add_vec3(cJSON *obj, const char *name, cd_vec3 v)
 
 static const char *type_name(cd_instance_type type)
 {
-    return type == CD_INSTANCE_CLOTH ? "cloth" : "unknown";
+    return type == CD_INSTANCE_CLOTH ? "cloth" : "softbody";
 }
 
 /* The request's instance, or NULL after replying not_found. */
@@ -127,17 +127,20 @@ static void cmd_create(cd_conn *conn, const cd_request *req)
 {
     cd_world *world = conn->server->world;
     const cd_cloth_def *def = &req->as.create.def;
+    const bool soft = req->as.create.type == CD_INSTANCE_SOFTBODY;
     cd_id id = 0;
-    cd_status st = cd_world_create_cloth(world, def, &id);
+    cd_status st = soft ? cd_world_create_softbody(world, &req->as.create.mesh, def, &id)
+                        : cd_world_create_cloth(world, def, &id);
     if (st == CD_E_LIMIT_EXCEEDED && cd_world_count(world) >= conn->server->opts.max_instances) {
         reply_fail(conn, req, st, "instance: at most %u instances (--max-instances)",
                    conn->server->opts.max_instances);
         return;
     }
     if (st == CD_E_LIMIT_EXCEEDED) {
-        reply_fail(conn, req, st, "width, height: %llu particles exceed the limit of %u",
-                   (unsigned long long)def->width * (unsigned long long)def->height,
-                   conn->server->opts.max_particles);
+        unsigned long long n = soft ? req->as.create.mesh.vertex_count
+                                    : (unsigned long long)def->width * (unsigned long long)def->height;
+        reply_fail(conn, req, st, "%s: %llu particles exceed the limit of %u",
+                   soft ? "vertices" : "width, height", n, conn->server->opts.max_particles);
         return;
     }
     if (st == CD_E_INVALID_ARGUMENT) {
@@ -339,6 +342,63 @@ static void cmd_attach(cd_conn *conn, const cd_request *req)
     }
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddNumberToObject(reply, "attached", req->as.attach.count);
+    cd_conn_send_reply(conn, reply);
+}
+
+/* Integers as a raw JSON array: a large mesh's indices without a cJSON
+ * node per number. */
+static bool add_uints(cJSON *obj, const char *name, const uint32_t *values, size_t count)
+{
+    char *text = malloc(count * 11 + 3);
+    if (text == NULL)
+        return false;
+    size_t o = 0;
+    text[o++] = '[';
+    for (size_t i = 0; i < count; i++)
+        o += (size_t)sprintf(text + o, i ? ",%u" : "%u", values[i]);
+    text[o++] = ']';
+    text[o] = '\0';
+    cJSON *raw = cJSON_CreateRaw(text);
+    free(text);
+    return raw != NULL && cJSON_AddItemToObject(obj, name, raw);
+}
+
+/* What a renderer needs once: triangles, and for cloth the seed's UVs. */
+static void cmd_topology(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    uint32_t n = cd_instance_triangles(inst, NULL, 0);
+    uint32_t *tris = malloc(sizeof(uint32_t) * 3u * (n ? n : 1));
+    float *uvs = info.type == CD_INSTANCE_CLOTH ? malloc(sizeof(float) * 2u * info.particles) : NULL;
+    cJSON *reply = cd_reply_ok(req->id);
+    bool ok = tris != NULL && (info.type != CD_INSTANCE_CLOTH || uvs != NULL);
+    if (ok) {
+        cd_instance_triangles(inst, tris, n);
+        cJSON_AddNumberToObject(reply, "instance", info.id);
+        cJSON_AddStringToObject(reply, "type", type_name(info.type));
+        cJSON_AddNumberToObject(reply, "particles", info.particles);
+        ok = add_uints(reply, "triangles", tris, 3u * (size_t)n);
+    }
+    if (ok && uvs != NULL) {
+        /* The seed's: u = x / (w - 1), v = y / (h - 1). */
+        const uint32_t w = (uint32_t)info.width, h = (uint32_t)info.height;
+        for (uint32_t i = 0; i < info.particles; i++) {
+            uvs[2 * i] = (float)(i % w) / (float)(w - 1);
+            uvs[2 * i + 1] = (float)(i / w) / (float)(h - 1);
+        }
+        ok = cd_reply_add_float_list(reply, "uvs", uvs, 2u * (size_t)info.particles);
+    }
+    free(tris);
+    free(uvs);
+    if (!ok) {
+        cJSON_Delete(reply);
+        reply_fail(conn, req, CD_E_INTERNAL, "topology: out of memory");
+        return;
+    }
     cd_conn_send_reply(conn, reply);
 }
 
@@ -654,6 +714,7 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
     case CD_CMD_SET: cmd_set(conn, req); break;
     case CD_CMD_TRANSFORM: cmd_transform(conn, req); break;
     case CD_CMD_ATTACH: cmd_attach(conn, req); break;
+    case CD_CMD_TOPOLOGY: cmd_topology(conn, req); break;
     default:
         reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
         break;

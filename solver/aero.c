@@ -67,6 +67,14 @@ void cd_stage_aerodynamics(cd_instance *inst, const cd_substep *sub)
         return;
     const float coeff_drag = d->air_density * d->drag;
     const float coeff_lift = d->air_density * d->lift;
+    if (inst->type == CD_INSTANCE_SOFTBODY) {
+        /* The surface faces; the inner ones see no air. */
+        for (uint32_t t = 0; t < inst->triangle_count; t++) {
+            const uint32_t *tri = &inst->triangles[3 * t];
+            push_triangle(inst, tri[0], tri[1], tri[2], sub, coeff_drag, coeff_lift);
+        }
+        return;
+    }
     const uint32_t w = (uint32_t)inst->width, h = (uint32_t)inst->height;
     for (uint32_t y = 0; y + 1 < h; y++) {
         for (uint32_t x = 0; x + 1 < w; x++) {

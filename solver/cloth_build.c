@@ -74,9 +74,20 @@ static void build_constraints(cd_instance *inst, const cd_cloth_def *def)
 
 cd_vec3 cd_rest_position(const cd_instance *inst, uint32_t particle)
 {
+    if (inst->rest != NULL)
+        return cd_v3_load(&inst->rest[3 * particle]);
     const uint32_t w = (uint32_t)inst->width;
     const float s = inst->def.spacing;
     return cd_v3((float)(particle % w) * s, (float)(particle / w) * s, 0.0f);
+}
+
+cd_vec3 cd_initial_position(const cd_instance *inst, uint32_t particle)
+{
+    if (inst->rest != NULL)
+        return cd_v3_load(&inst->rest[3 * particle]);
+    const cd_vec3 r = cd_rest_position(inst, particle);
+    const cd_cloth_def *d = &inst->def;
+    return cd_v3_add(d->origin, cd_v3_add(cd_v3_scale(d->right, r.x), cd_v3_scale(d->down, r.y)));
 }
 
 bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
@@ -136,6 +147,9 @@ void cd_instance_free(cd_instance *inst)
     free(inst->tether_anchor);
     free(inst->tether_length);
     free(inst->constraints);
+    free(inst->rest);
+    free(inst->tets);
+    free(inst->triangles);
     free(inst->pins);
     free(inst->colliders);
     free(inst);

@@ -71,6 +71,8 @@ void cd_stage_reset_multipliers(cd_instance *inst)
 {
     for (uint32_t i = 0; i < inst->constraint_count; i++)
         inst->constraints[i].lambda = 0.0f;
+    for (uint32_t t = 0; t < inst->tet_count; t++)
+        inst->tets[t].lambda = 0.0f;
 }
 
 void cd_stage_solve_distances(cd_instance *inst, float h)

@@ -1,6 +1,7 @@
 /* Instance queries and the commands that change an instance between steps:
  * pins, forces, enabling. */
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 #include "vec3.h"
@@ -18,7 +19,7 @@ void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out)
         .width = inst->width,
         .height = inst->height,
         .particles = inst->particle_count,
-        .constraints = inst->constraint_count,
+        .constraints = inst->constraint_count + inst->tet_count, /* edges + volumes */
         .colliders = inst->collider_count,
         .enabled = inst->enabled,
         .unstable = inst->unstable,
@@ -89,6 +90,8 @@ size_t cd_instance_memory(const cd_instance *inst)
     /* pos, prev; inv_mass, own_inv_mass, tether length; tether anchor; pinned */
     return sizeof *inst + n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->constraint_count * sizeof(cd_distance) +
+           (inst->rest ? n * 3 * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
+           (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +
            (size_t)inst->pin_cap * sizeof(cd_pin) +
            (size_t)inst->collider_slots * sizeof(cd_collider);
 }
@@ -105,4 +108,41 @@ float cd_instance_max_structural_strain(const cd_instance *inst)
             worst = strain;
     }
     return worst;
+}
+
+uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap)
+{
+    if (inst->type == CD_INSTANCE_SOFTBODY) {
+        for (uint32_t t = 0; t < inst->triangle_count && t < cap; t++)
+            memcpy(&indices[3 * t], &inst->triangles[3 * t], 3 * sizeof(uint32_t));
+        return inst->triangle_count;
+    }
+    /* The seed's grid: two triangles per cell, tl bl tr and tr bl br. */
+    const uint32_t w = (uint32_t)inst->width, h = (uint32_t)inst->height;
+    uint32_t n = 0;
+    for (uint32_t y = 0; y + 1 < h; y++)
+        for (uint32_t x = 0; x + 1 < w; x++) {
+            uint32_t tl = y * w + x, tr = tl + 1, bl = tl + w, br = bl + 1;
+            const uint32_t quad[6] = {tl, bl, tr, tr, bl, br};
+            for (int k = 0; k < 2; k++, n++)
+                if (n < cap)
+                    memcpy(&indices[3 * n], &quad[3 * k], 3 * sizeof(uint32_t));
+        }
+    return n;
+}
+
+float cd_instance_volume(const cd_instance *inst)
+{
+    float v = 0.0f;
+    for (uint32_t t = 0; t < inst->tet_count; t++) {
+        const uint32_t *q = inst->tets[t].v;
+        v += cd_tet_volume(cd_v3_load(&inst->pos[3 * q[0]]), cd_v3_load(&inst->pos[3 * q[1]]),
+                           cd_v3_load(&inst->pos[3 * q[2]]), cd_v3_load(&inst->pos[3 * q[3]]));
+    }
+    return v;
+}
+
+float cd_instance_rest_volume(const cd_instance *inst)
+{
+    return inst->rest_volume;
 }

@@ -61,6 +61,13 @@ typedef struct cd_pin {
     cd_vec3 from, to;
 } cd_pin;
 
+/* A tetrahedral volume constraint (soft bodies). */
+typedef struct cd_tet {
+    uint32_t v[4];
+    float rest_volume;
+    float lambda;
+} cd_tet;
+
 typedef struct cd_transform {
     char name[CD_TRANSFORM_NAME_MAX]; /* "" = free slot */
     cd_vec3 position;
@@ -83,6 +90,15 @@ struct cd_instance {
     cd_distance *constraints;
     uint32_t constraint_count;
     cd_group groups[CD_GROUP_COUNT];
+
+    /* Soft bodies: the creation positions (cloth: NULL, the grid is
+     * implicit), the volume constraints and the surface triangles. */
+    float *rest;
+    cd_tet *tets;
+    uint32_t tet_count;
+    float rest_volume;
+    uint32_t *triangles;
+    uint32_t triangle_count;
 
     cd_pin *pins;
     uint32_t pin_count, pin_cap;
@@ -129,6 +145,7 @@ void cd_stage_integrate(cd_instance *inst, const cd_substep *sub);
 void cd_stage_reset_multipliers(cd_instance *inst);
 void cd_stage_solve_distances(cd_instance *inst, float h);
 void cd_stage_solve_tethers(cd_instance *inst);
+void cd_stage_solve_volumes(cd_instance *inst, float h);
 void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);
@@ -141,8 +158,16 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def);
 /* Applies the live options of `def` (already validated). */
 void cd_apply_options(cd_instance *inst, const cd_cloth_def *def);
 bool cd_options_are_valid(const cd_cloth_def *def);
-/* Rest-shape position of a particle (the grid before any motion). */
+/* Rest-shape position of a particle (in the instance's own frame: for
+ * tether distances) and its world position at creation. */
 cd_vec3 cd_rest_position(const cd_instance *inst, uint32_t particle);
+cd_vec3 cd_initial_position(const cd_instance *inst, uint32_t particle);
+bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_cloth_def *options);
+float cd_tet_volume(cd_vec3 a, cd_vec3 b, cd_vec3 c, cd_vec3 d);
+/* Unique edges (pairs, sorted) and surface triangles of a tet mesh;
+ * malloc'd, NULL on out of memory. */
+uint32_t *cd_tet_edges(const uint32_t *tets, uint32_t tet_count, uint32_t *edge_count);
+uint32_t *cd_tet_surface(const uint32_t *tets, uint32_t tet_count, uint32_t *triangle_count);
 void cd_rebuild_tethers(cd_instance *inst);
 /* Something touched the instance: it must simulate again. */
 void cd_instance_wake(cd_instance *inst);

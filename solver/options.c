@@ -28,7 +28,35 @@ bool cd_options_are_valid(const cd_cloth_def *def)
                                         def->wind_model == CD_WIND_CONSTANT) &&
            in_range(def->air_density, 0, 1e4f) && in_range(def->drag, 0, 1e3f) &&
            in_range(def->lift, 0, 1e3f) && in_range(def->tether_scale, 1, 1e3f) &&
-           in_range(def->sleep_threshold, 0, 1e3f);
+           in_range(def->sleep_threshold, 0, 1e3f) && in_range(def->self_distance, 0, 1e3f) &&
+           in_range(def->volume_stiffness, 0, 1) &&
+           (def->volume_compliance == CD_UNSET || in_range(def->volume_compliance, 0, 1e9f));
+}
+
+/* Real masses (1/kg): compliance is then in metres per newton. Cloth
+ * spreads its mass evenly; a soft body by tetrahedron volume, a quarter of
+ * each tet's share to each of its vertices (a vertex of no tet gets the
+ * average). */
+static void assign_masses(cd_instance *inst, float mass)
+{
+    const uint32_t n = inst->particle_count;
+    const float average = mass / (float)n;
+    for (uint32_t i = 0; i < n; i++)
+        inst->own_inv_mass[i] = 0.0f; /* used as the mass accumulator first */
+    if (inst->tet_count > 0 && inst->rest_volume > 0.0f) {
+        for (uint32_t t = 0; t < inst->tet_count; t++) {
+            const cd_tet *tet = &inst->tets[t];
+            float share = 0.25f * mass * tet->rest_volume / inst->rest_volume;
+            for (int k = 0; k < 4; k++)
+                inst->own_inv_mass[tet->v[k]] += share;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        float m = inst->own_inv_mass[i] > 0.0f ? inst->own_inv_mass[i] : average;
+        inst->own_inv_mass[i] = 1.0f / m;
+        if (!inst->pinned[i])
+            inst->inv_mass[i] = inst->own_inv_mass[i];
+    }
 }
 
 void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
@@ -53,13 +81,7 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
     g[CD_GROUP_SHEAR].compliance = def->stretch_compliance;
     g[CD_GROUP_BEND].compliance = def->bend_compliance;
 
-    /* Real masses (1/kg): compliance is then in metres per newton. */
-    const float inv_mass = (float)inst->particle_count / def->mass;
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
-        inst->own_inv_mass[i] = inv_mass;
-        if (!inst->pinned[i])
-            inst->inv_mass[i] = inv_mass;
-    }
+    assign_masses(inst, def->mass);
     if (tethers_changed || !inst->started)
         inst->tethers_dirty = true;
     cd_instance_wake(inst);

@@ -42,6 +42,7 @@ typedef struct cd_vec3 {
 
 typedef enum cd_instance_type {
     CD_INSTANCE_CLOTH = 0,
+    CD_INSTANCE_SOFTBODY = 1,
 } cd_instance_type;
 
 typedef enum cd_wind_model {
@@ -85,6 +86,11 @@ typedef struct cd_cloth_def {
     bool tethers;              /* long-range attachments to the pins */
     float tether_scale;        /* tether length / rest distance, >= 1 */
     float sleep_threshold;     /* m/s; 0 never sleeps */
+    float self_distance;       /* m; unconnected particles keep this apart, 0 = off */
+
+    /* Soft bodies only: the tetrahedral volume constraints. */
+    float volume_stiffness;  /* the seed's 0..1 */
+    float volume_compliance; /* XPBD, m^5/N for C = V - V0; CD_UNSET: stiffness */
 } cd_cloth_def;
 
 /* The seed's defaults: 10x10, spacing 0.1, mass 1, stiffness 0.9, bend 0.5,
@@ -120,6 +126,49 @@ typedef struct cd_collider_impulse {
 } cd_collider_impulse;
 
 cd_collider_def cd_default_collider_def(cd_collider_type type);
+
+/* ---- soft bodies ---- */
+
+/* A tetrahedral mesh: 3 floats per vertex, 4 indices per tetrahedron,
+ * each tetrahedron positively oriented ((b-a).((c-a)x(d-a)) > 0). */
+typedef struct cd_tet_mesh {
+    float *vertices;
+    uint32_t vertex_count;
+    uint32_t *tets;
+    uint32_t tet_count;
+} cd_tet_mesh;
+
+/* Generators (the caller frees with cd_mesh_free). A box of nx x ny x nz
+ * cubes (1..64 each) from `origin` spanning `size`; a ball of `radius`
+ * with `resolution` cubes (2..48) across its diameter. */
+cd_status cd_mesh_box(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny, uint32_t nz,
+                      cd_tet_mesh *out);
+cd_status cd_mesh_ball(cd_vec3 centre, float radius, uint32_t resolution, cd_tet_mesh *out);
+void cd_mesh_free(cd_tet_mesh *mesh); /* NULL is fine */
+
+typedef enum cd_mesh_fault_kind {
+    CD_MESH_OK = 0,
+    CD_MESH_TOO_FEW_VERTICES,
+    CD_MESH_NO_TETRAHEDRA,
+    CD_MESH_BAD_VERTEX,         /* index: vertex outside the world box or non-finite */
+    CD_MESH_INDEX_OUT_OF_RANGE, /* index: position in the tetrahedra array */
+    CD_MESH_DEGENERATE_TET,     /* index: tetrahedron (zero volume) */
+    CD_MESH_INVERTED_TET,       /* index: tetrahedron (negative volume) */
+} cd_mesh_fault_kind;
+
+typedef struct cd_mesh_fault {
+    cd_mesh_fault_kind kind;
+    uint32_t index;
+} cd_mesh_fault;
+
+/* Checks a user mesh; on CD_E_INVALID_ARGUMENT *fault says what and where. */
+cd_status cd_tet_mesh_validate(const float *vertices, uint32_t vertex_count,
+                               const uint32_t *tets, uint32_t tet_count, cd_mesh_fault *fault);
+
+/* The seed's SoftBodyDescriptor defaults: mass 5, stiffness 0.8,
+ * volumeStiffness 0.9, damping 0.02, 8 iterations; 2 substeps (measured);
+ * the cloth defaults for the rest. */
+cd_cloth_def cd_default_softbody_options(void);
 
 #define CD_MAX_COLLIDERS 64 /* per instance */
 
@@ -164,6 +213,12 @@ void cd_world_destroy(cd_world *world); /* NULL is fine */
  * instability guard would stop every step), CD_E_LIMIT_EXCEEDED for too
  * many instances or particles, CD_E_INTERNAL for out of memory. */
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id);
+/* A soft body from a validated mesh (copied) and its options (the layout
+ * fields of `options` are ignored). Edge constraints use the stretch group,
+ * one volume constraint per tetrahedron, mass spread by tetrahedron
+ * volume. Same errors as cd_world_create_cloth. */
+cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
+                                   const cd_cloth_def *options, cd_id *out_id);
 cd_status cd_world_destroy_instance(cd_world *world, cd_id id);
 
 /* NULL for a null, stale or never-issued id. */
@@ -184,6 +239,16 @@ uint32_t cd_instance_particle_count(const cd_instance *inst);
 /* 3 floats per particle, particle-index order; valid until the next call
  * that changes the instance. Always finite. */
 const float *cd_instance_positions(const cd_instance *inst);
+/* What a renderer needs once: triangles (3 indices each; cloth: two per grid
+ * cell, tl bl tr / tr bl br; soft body: the surface faces, wound
+ * counter-clockwise seen from outside). Returns the triangle count and
+ * writes up to `cap` triangles. */
+uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap);
+/* Total signed volume of a soft body's tetrahedra (0 for cloth), now and
+ * at rest. */
+float cd_instance_volume(const cd_instance *inst);
+float cd_instance_rest_volume(const cd_instance *inst);
+
 /* Velocity of one particle as of the last step ((pos - prev) / dt). */
 cd_vec3 cd_instance_velocity(const cd_instance *inst, uint32_t particle);
 bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle);

@@ -6,7 +6,7 @@
  *   2. aero        aerodynamic wind, as impulses on the Verlet history
  *   3. integrate   Verlet with damping, gravity (+ constant wind)
  *   4. solve       `iterations` passes: distance groups (seed or XPBD),
- *                  then tethers
+ *                  tetrahedral volumes (soft bodies), then tethers
  *   5. collide     thickness, friction, coupling impulses
  *
  * then, once per step: pins and colliders settle on their targets, and the
@@ -100,6 +100,7 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
         cd_stage_reset_multipliers(inst);
         for (int32_t i = 0; i < d->solver_iterations; i++) {
             cd_stage_solve_distances(inst, sub.h);
+            cd_stage_solve_volumes(inst, sub.h);
             cd_stage_solve_tethers(inst);
         }
         cd_stage_collide(inst, &sub);
@@ -150,13 +151,8 @@ void cd_stage_guard_restore(cd_instance *inst)
     bool usable = true;
     for (uint32_t i = 0; i < 3 * n; i++)
         usable &= fabsf(inst->prev[i]) <= CD_WORLD_EXTENT;
-    const cd_cloth_def *d = &inst->def;
     for (uint32_t i = 0; i < n; i++) {
-        cd_vec3 p = cd_v3_load(&inst->prev[3 * i]);
-        if (!usable) {
-            cd_vec3 r = cd_rest_position(inst, i);
-            p = cd_v3_add(d->origin, cd_v3_add(cd_v3_scale(d->right, r.x), cd_v3_scale(d->down, r.y)));
-        }
+        cd_vec3 p = usable ? cd_v3_load(&inst->prev[3 * i]) : cd_initial_position(inst, i);
         cd_v3_store(&inst->pos[3 * i], p);
         cd_v3_store(&inst->prev[3 * i], p);
     }

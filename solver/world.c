@@ -51,6 +51,9 @@ cd_cloth_def cd_default_cloth_def(void)
         .tethers = true,
         .tether_scale = 1.0f,
         .sleep_threshold = 0.01f,
+        .self_distance = 0.0f,
+        .volume_stiffness = 0.9f,
+        .volume_compliance = CD_UNSET,
     };
 }
 
@@ -161,6 +164,19 @@ static bool cloth_def_is_valid(const cd_cloth_def *def)
            grid_in_world(def) && cd_options_are_valid(def);
 }
 
+/* Takes a free slot for `inst` (already built); the caller checked that
+ * one is free. */
+static cd_id place_instance(cd_world *world, cd_instance *inst)
+{
+    uint32_t slot = world->free_fifo[world->free_head];
+    world->free_head = (world->free_head + 1u) % world->def.max_instances;
+    world->free_count--;
+    world->slots[slot].instance = inst;
+    world->live++;
+    inst->id = make_id(slot, world->slots[slot].generation);
+    return inst->id;
+}
+
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id)
 {
     assert(world != NULL && def != NULL && out_id != NULL);
@@ -178,14 +194,29 @@ cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id 
         cd_instance_free(inst);
         return CD_E_INTERNAL;
     }
+    *out_id = place_instance(world, inst);
+    return CD_OK;
+}
 
-    uint32_t slot = world->free_fifo[world->free_head];
-    world->free_head = (world->free_head + 1u) % world->def.max_instances;
-    world->free_count--;
-    world->slots[slot].instance = inst;
-    world->live++;
-    inst->id = make_id(slot, world->slots[slot].generation);
-    *out_id = inst->id;
+cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
+                                   const cd_cloth_def *options, cd_id *out_id)
+{
+    assert(world != NULL && mesh != NULL && options != NULL && out_id != NULL);
+    cd_mesh_fault fault;
+    if (cd_tet_mesh_validate(mesh->vertices, mesh->vertex_count, mesh->tets, mesh->tet_count,
+                             &fault) != CD_OK ||
+        !cd_options_are_valid(options))
+        return CD_E_INVALID_ARGUMENT;
+    if (mesh->vertex_count > world->def.max_particles || world->free_count == 0)
+        return CD_E_LIMIT_EXCEEDED;
+    cd_instance *inst = calloc(1, sizeof *inst);
+    if (inst == NULL)
+        return CD_E_INTERNAL;
+    if (!cd_softbody_build(inst, mesh, options)) {
+        cd_instance_free(inst);
+        return CD_E_INTERNAL;
+    }
+    *out_id = place_instance(world, inst);
     return CD_OK;
 }
 

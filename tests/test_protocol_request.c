@@ -251,7 +251,7 @@ Test(protocol_request, command_names_are_the_wire_names)
     static const char *const names[CD_CMD_COUNT] = {
         "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
         "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug",
-        "set", "transform", "attach"};
+        "set", "transform", "attach", "topology"};
     for (int i = 0; i < CD_CMD_COUNT; i++)
         cr_assert_str_eq(cd_command_name((cd_command)i), names[i]);
     cr_assert_str_eq(cd_command_name(CD_CMD_COUNT), "unknown");
