@@ -1,0 +1,401 @@
+// Type declarations for clothd, the Node.js client of the clothd cloth server.
+// The wire contract is protocol/PROTOCOL.md.
+
+/// <reference types="node" />
+
+import { EventEmitter } from 'node:events';
+
+/** [x, y, z]; any array-like of 3 numbers is accepted where sent. */
+export type Vec3 = [number, number, number];
+export type Vec3Like = ArrayLike<number>;
+
+/** The server's stable error codes. */
+export type ErrorCode =
+  | 'parse_error'
+  | 'unknown_command'
+  | 'invalid_argument'
+  | 'not_found'
+  | 'limit_exceeded'
+  | 'line_too_long'
+  | 'internal';
+
+export const ERROR_CODES: readonly ErrorCode[];
+
+/** An error reply from the server; `message` is the server's text unchanged. */
+export class ClothdError extends Error {
+  constructor(code: string, message: string, reply?: Reply);
+  /** An ErrorCode, or "protocol_error" for a ProtocolError. */
+  readonly code: ErrorCode | 'protocol_error' | string;
+  /** The whole error reply (undefined for a ProtocolError). */
+  readonly reply: Reply | undefined;
+}
+
+/** The byte stream broke the wire contract (detected by the client); code "protocol_error". */
+export class ProtocolError extends ClothdError {
+  constructor(message: string);
+  readonly code: 'protocol_error';
+}
+
+/** The connection is closed: pending and later requests reject with this. */
+export class ConnectionClosed extends Error {
+  constructor(message: string, options?: { cause?: unknown });
+  readonly code: 'connection_closed';
+}
+
+/** Every reply: the echoed id, ok, and the command's members. */
+export interface Reply {
+  id?: number | string;
+  ok: boolean;
+  [member: string]: unknown;
+}
+
+export interface ClientOptions {
+  /** Default "127.0.0.1". */
+  host?: string;
+  /** Default 7878. */
+  port?: number;
+  /** TCP_NODELAY, default true. */
+  noDelay?: boolean;
+  /** Bound on one reply line or frame in bytes (default 512 MiB); a ProtocolError beyond. */
+  maxMessageBytes?: number;
+  /** The socket's writable high-water mark (Node's default when omitted). */
+  writableHighWaterMark?: number;
+}
+
+/** The options `set` can change on a live instance (PROTOCOL.md, create and set). */
+export interface InstanceOptions {
+  /** kg, total. */
+  mass?: number;
+  /** [0, 1], the seed's structural stiffness (or stretchCompliance). */
+  stiffness?: number;
+  /** [0, 1] (or bendCompliance). */
+  bendStiffness?: number;
+  /** [0, 1], fraction of velocity removed per step (or velocityRetention). */
+  damping?: number;
+  /** [1, 256] constraint passes per substep (or iterations). */
+  solverIterations?: number;
+  /** m/s². */
+  gravity?: Vec3Like;
+  /** m/N, XPBD for structural and shear constraints; 0 is inextensible. */
+  stretchCompliance?: number;
+  /** m/N, XPBD for bending. */
+  bendCompliance?: number;
+  /** The XPBD seed's name for solverIterations. */
+  iterations?: number;
+  /** [1, 64] substeps per step. */
+  substeps?: number;
+  /** (0, 1], fraction of velocity kept per second. */
+  velocityRetention?: number;
+  /** m held off every collider surface. */
+  thickness?: number;
+  /** kg per particle, for two-way coupling. */
+  particleMass?: number;
+  /** "aero" (wind is an air velocity) or "constant" (an acceleration). */
+  windModel?: 'aero' | 'constant';
+  airDensity?: number;
+  drag?: number;
+  lift?: number;
+  tethers?: boolean;
+  tetherScale?: number;
+  /** m/s; 0 never sleeps. */
+  sleepThreshold?: number;
+}
+
+export interface CreateClothOptions extends InstanceOptions {
+  width?: number;
+  height?: number;
+  spacing?: number;
+  origin?: Vec3Like;
+  right?: Vec3Like;
+  down?: Vec3Like;
+}
+
+export interface PinOptions {
+  /** With a single particle: where to pin it (default: where it is). */
+  position?: Vec3Like;
+  /** With a list of particles: one position per particle (default: where they are). */
+  positions?: ArrayLike<Vec3Like>;
+}
+
+export type ColliderType = 'sphere' | 'capsule' | 'plane';
+
+export interface AddColliderOptions {
+  type: ColliderType;
+  position?: Vec3Like;
+  normal?: Vec3Like;
+  radius?: number;
+  height?: number;
+  /** Kinetic friction coefficient (default 0). */
+  friction?: number;
+  /** Static friction coefficient (default: friction). */
+  staticFriction?: number;
+  /** [0, 1]: share of the momentum reported back in step replies' impulses. */
+  coupling?: number;
+  /** A transform of the instance the collider follows (position and normal local to it). */
+  attachment?: string;
+}
+
+export interface AttachOptions {
+  /** With a single particle: its offset local to the transform. */
+  offset?: Vec3Like;
+  /** With a list of particles: one offset per particle. */
+  offsets?: ArrayLike<Vec3Like>;
+}
+
+export interface MoveColliderOptions {
+  position?: Vec3Like;
+  normal?: Vec3Like;
+}
+
+export interface StepOptions {
+  /** Seconds, in (0, 1]; default 1/60. */
+  dt?: number;
+  instances?: ArrayLike<number>;
+  instance?: number;
+}
+
+export interface Impulse {
+  instance: number;
+  collider: number;
+  /** N·s. */
+  linear: Vec3;
+  /** N·m·s about the collider's position. */
+  angular: Vec3;
+}
+
+export interface StepReply extends Reply {
+  stepped: number;
+  unstable: number[];
+  sleeping: number[];
+  impulses: Impulse[];
+}
+
+export interface Collider {
+  collider: number;
+  type: ColliderType;
+  position: Vec3;
+  normal: Vec3;
+  radius: number;
+  height: number;
+}
+
+export interface InstanceState {
+  instance: number;
+  type: string;
+  width: number;
+  height: number;
+  frame: number;
+  time: number;
+  enabled: boolean;
+  unstable: boolean;
+  sleeping: boolean;
+  /** x, y, z of every particle, exactly the server's float32 values. */
+  positions: Float32Array;
+  pinned: number[];
+  colliders: Collider[];
+  /** The raw get reply. */
+  reply: Reply;
+}
+
+export interface SubscribeOptions {
+  instance?: number;
+  instances?: ArrayLike<number>;
+  /** Frames with 16-bit positions in the bounding box (flags bit 0). */
+  quantize?: boolean;
+  /** Only frames whose number is a multiple of this (1..1000). */
+  every?: number;
+}
+
+export interface SubscribeReply extends Reply {
+  instances?: number[];
+  all?: true;
+}
+
+export interface UnsubscribeOptions {
+  instance?: number;
+  instances?: ArrayLike<number>;
+}
+
+export interface InstanceSummary {
+  instance: number;
+  type: string;
+  particles: number;
+  constraints: number;
+  colliders: number;
+  enabled: boolean;
+  unstable: boolean;
+  sleeping: boolean;
+  frame: number;
+}
+
+export interface StatusReply extends Reply {
+  instances: InstanceSummary[];
+  workers: number;
+  globalWind: Vec3;
+  version: string;
+  debug: boolean;
+  text: string;
+}
+
+/** A server event line, e.g. {event: "debug", enabled: true}. */
+export interface ServerEvent {
+  event: string;
+  [member: string]: unknown;
+}
+
+/** One decoded binary frame. */
+export interface Frame {
+  instance: number;
+  /** Steps the instance has taken (exact up to 2^53). */
+  frame: number;
+  /** Simulated seconds. */
+  time: number;
+  /** Particle count N. */
+  count: number;
+  flags: number;
+  /** flags bit 0: the positions were decoded from 16-bit values. */
+  quantized: boolean;
+  /** 3·N floats: x0, y0, z0, x1, ... */
+  positions: Float32Array;
+  /** A quantized frame's bounding box (float32 values); null for a plain frame. */
+  bounds: { min: Vec3; max: Vec3 } | null;
+  /** True when `positions` is a view on the received bytes (no copy). */
+  view: boolean;
+}
+
+export interface DecodeOptions {
+  /** Copy a plain frame's positions even when a view is possible. */
+  copy?: boolean;
+}
+
+/**
+ * Decodes one complete frame. Plain frames give a view on `bytes` when the
+ * payload is 4-byte aligned (on a little-endian host), else a copy.
+ * Throws ProtocolError on a bad magic, version, flags or length.
+ */
+export function decodeFrame(bytes: Uint8Array, options?: DecodeOptions): Frame;
+/** Length of a plain frame of `count` particles: 40 + 12·count. */
+export function frameSize(count: number): number;
+/** Length of a quantized frame of `count` particles: 64 + 6·count. */
+export function quantizedFrameSize(count: number): number;
+
+export const FRAME_MAGIC: readonly [0x89, 0x43, 0x4c, 0x46];
+export const FRAME_VERSION: 1;
+export const FRAME_HEADER_SIZE: 40;
+export const FLAG_QUANTIZED: 1;
+/** This package's version. */
+export const VERSION: string;
+
+export interface FramesOptions {
+  /** Frames kept for a slow consumer (default 256; the newest are kept). */
+  maxQueue?: number;
+  /** Only this instance's frames. */
+  instance?: number;
+  /** Ends the iteration (next() rejects with the abort reason). */
+  signal?: AbortSignal;
+}
+
+/** The async iterator of Client.frames(). */
+export class FrameIterator implements AsyncIterableIterator<Frame> {
+  private constructor();
+  /** Frames dropped because the queue was full. */
+  readonly dropped: number;
+  /** Frames received and not yet taken. */
+  readonly queued: number;
+  readonly maxQueue: number;
+  next(): Promise<IteratorResult<Frame, undefined>>;
+  return(): Promise<IteratorResult<Frame, undefined>>;
+  [Symbol.asyncIterator](): FrameIterator;
+}
+
+export interface ClientStats {
+  requests: number;
+  replies: number;
+  frames: number;
+  events: number;
+  /** Frames of an unknown version skipped. */
+  skippedFrames: number;
+  /** socket.write() calls (pipelined requests are written together). */
+  writes: number;
+  /** Times socket.write() reported a full buffer and the client waited for 'drain'. */
+  drainWaits: number;
+  /** Request lines in the client's queue, not yet written to the socket. */
+  queuedRequests: number;
+}
+
+export type ClientState = 'new' | 'connecting' | 'open' | 'closed';
+
+export interface ClientEvents {
+  frame: [frame: Frame];
+  event: [event: ServerEvent];
+  warning: [error: ProtocolError];
+  error: [error: ProtocolError];
+  close: [error: Error | undefined];
+}
+
+export class Client extends EventEmitter {
+  constructor(options?: ClientOptions);
+  /** Creates a client and connects it. */
+  static connect(options?: ClientOptions): Promise<Client>;
+
+  readonly host: string;
+  readonly port: number;
+  readonly state: ClientState;
+  readonly pendingRequests: number;
+  readonly stats: ClientStats;
+  /** Resolves once the connection is closed. */
+  readonly closed: Promise<void>;
+
+  /** Opens the connection (requests made before are queued). */
+  connect(): Promise<this>;
+  /** Closes now: pending requests reject with ConnectionClosed. */
+  close(): Promise<void>;
+  /** Waits for every pending reply, then closes. */
+  end(): Promise<void>;
+
+  /** Sends {id, cmd, ...fields}; resolves with the ok reply, rejects with ClothdError. */
+  request<T extends Reply = Reply>(cmd: string, fields?: Record<string, unknown>): Promise<T>;
+  /** Sends one raw line; resolves with the next reply, ok or not, unchecked. */
+  rawRequest(line: string | Buffer): Promise<Reply>;
+
+  /** An async iterator over frames received from now on. */
+  frames(options?: FramesOptions): FrameIterator;
+
+  /** Creates an instance of `type` ("cloth" in protocol v1). */
+  create(type?: string, options?: CreateClothOptions): Promise<number>;
+  createCloth(options?: CreateClothOptions): Promise<number>;
+  /** Changes a live instance's options (not the layout). */
+  set(instance: number, options: InstanceOptions): Promise<void>;
+  /** Creates or moves a named transform; rotation is a quaternion [x, y, z, w]. */
+  transform(instance: number, name: string, position: Vec3Like, rotation?: ArrayLike<number>): Promise<void>;
+  attach(instance: number, name: string, particle: number, options?: { offset?: Vec3Like }): Promise<number>;
+  attach(instance: number, name: string, particles: ArrayLike<number>, options?: { offsets?: ArrayLike<Vec3Like> }): Promise<number>;
+  destroy(instance: number): Promise<void>;
+  pin(instance: number, particle: number, options?: { position?: Vec3Like }): Promise<number>;
+  pin(instance: number, particles: ArrayLike<number>, options?: { positions?: ArrayLike<Vec3Like> }): Promise<number>;
+  unpin(instance: number, particles: number | ArrayLike<number>): Promise<number>;
+  /** Sets an instance's wind, or the global wind without `instance`. */
+  wind(wind: Vec3Like, instance?: number): Promise<Vec3>;
+  gravity(instance: number, gravity: Vec3Like): Promise<void>;
+  addCollider(instance: number, options: AddColliderOptions): Promise<number>;
+  moveCollider(instance: number, collider: number, options: MoveColliderOptions): Promise<void>;
+  removeCollider(instance: number, collider: number): Promise<void>;
+  enable(instance: number, enabled?: boolean): Promise<boolean>;
+  /** A number is taken as dt. */
+  step(options?: StepOptions | number): Promise<StepReply>;
+  get(instance: number): Promise<InstanceState>;
+  subscribe(options?: SubscribeOptions): Promise<SubscribeReply>;
+  unsubscribe(options?: UnsubscribeOptions): Promise<void>;
+  status(): Promise<StatusReply>;
+  /** The server-wide global wind (from status). */
+  globalWind(): Promise<Vec3>;
+  /** Sets the debug overlay flag, or reads it without an argument. */
+  debug(enabled?: boolean): Promise<boolean>;
+
+  on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;
+  once<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;
+  off<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;
+  addListener<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;
+  removeListener<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;
+  emit<K extends keyof ClientEvents>(event: K, ...args: ClientEvents[K]): boolean;
+}

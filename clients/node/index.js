@@ -1,0 +1,812 @@
+'use strict';
+/**
+ * clothd — a zero-dependency Node.js client for the clothd cloth server.
+ *
+ * One TCP connection carries JSON lines both ways (requests, replies in
+ * request order, events) and binary frames from the server. Commands return
+ * Promises; frames arrive as 'frame' events and through client.frames(), an
+ * async iterator.
+ *
+ *   const { Client } = require('clothd');
+ *   const client = await Client.connect({ port: 7878 });
+ *   const cloth = await client.createCloth({ width: 20, height: 20 });
+ *   await client.pin(cloth, [...Array(20).keys()]);
+ *   await client.step({ dt: 1 / 60 });
+ *   const state = await client.get(cloth);   // state.positions: Float32Array
+ *   await client.close();
+ *
+ * See README.md for the whole API and PROTOCOL.md for the wire contract.
+ */
+
+const net = require('node:net');
+const { EventEmitter } = require('node:events');
+
+const { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed } = require('./lib/errors.js');
+const {
+  FRAME_MAGIC,
+  FRAME_VERSION,
+  FRAME_HEADER_SIZE,
+  FLAG_QUANTIZED,
+  frameSize,
+  quantizedFrameSize,
+  decodeFrame,
+} = require('./lib/frame.js');
+const { MessageParser, DEFAULT_MAX_MESSAGE_BYTES } = require('./lib/parser.js');
+
+const VERSION = '0.1.0';
+const DEFAULT_HOST = '127.0.0.1';
+const DEFAULT_PORT = 7878;
+/** Frames an async iterator keeps for a slow consumer (newest kept). */
+const DEFAULT_FRAME_QUEUE = 256;
+/** Queued request lines are sent in writes of about this many bytes. */
+const WRITE_BATCH_BYTES = 64 * 1024;
+
+// Typed arrays (a Float32Array of positions) go on the wire as JSON arrays.
+function jsonReplacer(_key, value) {
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Array.from(value);
+  return value;
+}
+
+function vec(v) {
+  return v === undefined || v === null ? undefined : Array.from(v);
+}
+
+function vecList(list) {
+  return list === undefined || list === null ? undefined : Array.from(list, (v) => Array.from(v));
+}
+
+// Create/set fields that are vectors (sent as arrays whatever array-like is given).
+const VECTOR_FIELDS = ['origin', 'right', 'down', 'gravity'];
+
+function idList(list) {
+  return list === undefined || list === null ? undefined : Array.from(list);
+}
+
+function truncate(text, max = 200) {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** A FIFO with O(1) shift (pending requests, queued frames). */
+class Fifo {
+  constructor() {
+    this.items = [];
+    this.head = 0;
+  }
+
+  get length() {
+    return this.items.length - this.head;
+  }
+
+  push(item) {
+    this.items.push(item);
+  }
+
+  shift() {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head];
+    this.items[this.head++] = undefined;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  drain() {
+    const rest = this.items.slice(this.head);
+    this.items = [];
+    this.head = 0;
+    return rest;
+  }
+}
+
+/**
+ * The async iterator returned by client.frames(). It starts collecting
+ * frames when it is created (not at the first next()), keeps at most
+ * `maxQueue` of them for a slow consumer (the oldest are dropped and counted
+ * in `dropped`), and ends when the connection closes (after yielding what
+ * it holds), or throws the ProtocolError that broke the connection.
+ */
+class FrameIterator {
+  constructor(client, options) {
+    this.client = client;
+    this.maxQueue = Math.max(1, options.maxQueue ?? DEFAULT_FRAME_QUEUE);
+    this.instance = options.instance;
+    this.dropped = 0;
+    this.queue = new Fifo();
+    this.waiters = new Fifo();
+    this.done = false;
+    this.error = null;
+    this.signal = options.signal;
+    this.onAbort = () => this._finish(this.signal.reason ?? new Error('aborted'));
+    if (this.signal) {
+      if (this.signal.aborted) {
+        this.done = true;
+        this.error = this.signal.reason ?? new Error('aborted');
+      } else {
+        this.signal.addEventListener('abort', this.onAbort, { once: true });
+      }
+    }
+  }
+
+  /** Frames received and not yet taken. */
+  get queued() {
+    return this.queue.length;
+  }
+
+  _push(frame) {
+    if (this.done) return;
+    if (this.instance !== undefined && frame.instance !== this.instance) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      waiter.resolve({ value: frame, done: false });
+      return;
+    }
+    this.queue.push(frame);
+    if (this.queue.length > this.maxQueue) {
+      this.queue.shift();
+      this.dropped++;
+    }
+  }
+
+  // The connection ended (error null) or broke (error set), or the signal
+  // aborted: waiting next() calls settle now; queued frames stay readable.
+  _finish(error) {
+    if (this.done) return;
+    this.done = true;
+    this.error = error;
+    this._detach();
+    // Waiters exist only when the queue is empty: the first one gets the
+    // error (if any), the others (and later calls) are done.
+    const first = this.waiters.shift();
+    if (first && this.error) {
+      first.reject(this.error);
+      this.error = null;
+    } else if (first) {
+      first.resolve({ value: undefined, done: true });
+    }
+    for (let w = this.waiters.shift(); w; w = this.waiters.shift()) w.resolve({ value: undefined, done: true });
+  }
+
+  _detach() {
+    this.client._iterators.delete(this);
+    if (this.signal) this.signal.removeEventListener('abort', this.onAbort);
+  }
+
+  next() {
+    if (this.queue.length) return Promise.resolve({ value: this.queue.shift(), done: false });
+    if (this.done) {
+      if (this.error) {
+        const err = this.error;
+        this.error = null; // thrown once, then the iterator is just done
+        return Promise.reject(err);
+      }
+      return Promise.resolve({ value: undefined, done: true });
+    }
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /** Stops collecting (called by `break` in for await). */
+  return() {
+    this.done = true;
+    this.error = null;
+    this._detach();
+    this.queue.drain();
+    for (let w = this.waiters.shift(); w; w = this.waiters.shift()) w.resolve({ value: undefined, done: true });
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+/**
+ * A connection to one clothd server.
+ *
+ * Events:
+ *   'frame' (frame)  a decoded binary frame (see decodeFrame)
+ *   'event' (event)  a server event line, e.g. {event: 'debug', enabled: true}
+ *   'warning' (err)  a frame of an unknown version or flag was skipped
+ *   'error' (err)    the stream broke the protocol (only emitted when there is
+ *                    a listener; pending requests are rejected with it anyway)
+ *   'close' (err?)   the connection is closed; err is the ProtocolError or
+ *                    socket error that closed it, undefined otherwise
+ */
+class Client extends EventEmitter {
+  /**
+   * options: host ('127.0.0.1'), port (7878), noDelay (true),
+   * maxMessageBytes (512 MiB: bound on one reply line or frame),
+   * writableHighWaterMark (Node's default: the socket buffer above which
+   * requests wait in the client's own queue for 'drain').
+   */
+  constructor(options = {}) {
+    super();
+    this.host = options.host ?? DEFAULT_HOST;
+    this.port = options.port ?? DEFAULT_PORT;
+    this._noDelay = options.noDelay ?? true;
+    this._highWaterMark = options.writableHighWaterMark;
+    this._parser = new MessageParser(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+    this._socket = null;
+    this._state = 'new'; // new | connecting | open | closed
+    this._connecting = null;
+    this._nextId = 1;
+    this._pending = new Fifo();
+    this._writeQueue = []; // request lines not yet written
+    this._flushScheduled = false;
+    this._blocked = false; // waiting for 'drain'
+    this._iterators = new Set();
+    this._closeReason = null;
+    this._closed = new Promise((resolve) => {
+      this._resolveClosed = resolve;
+    });
+    this._stats = { requests: 0, replies: 0, frames: 0, events: 0, skippedFrames: 0, writes: 0, drainWaits: 0 };
+  }
+
+  /** Creates a client and connects it: `await Client.connect({port})`. */
+  static connect(options = {}) {
+    const client = new Client(options);
+    return client.connect().then(() => client);
+  }
+
+  /**
+   * Opens the connection. Resolves with the client once connected; rejects
+   * with the socket error (e.g. ECONNREFUSED). Requests made before it
+   * resolves are queued and sent on connect.
+   */
+  connect() {
+    if (this._state === 'closed')
+      return Promise.reject(new ConnectionClosed('clothd: the client is closed; make a new Client to reconnect'));
+    if (this._connecting) return this._connecting;
+    this._state = 'connecting';
+    this._connecting = new Promise((resolve, reject) => {
+      this._rejectConnect = reject;
+      const socket = new net.Socket(
+        this._highWaterMark !== undefined ? { writableHighWaterMark: this._highWaterMark } : undefined,
+      );
+      this._socket = socket;
+      const onConnectError = (err) => {
+        reject(err);
+      };
+      socket.once('error', onConnectError);
+      socket.on('data', (chunk) => this._onData(chunk));
+      socket.on('drain', () => this._onDrain());
+      socket.on('error', (err) => {
+        if (this._closeReason === null) this._closeReason = err;
+      });
+      socket.on('close', () => {
+        const reason = this._closeReason;
+        this._teardown(
+          reason instanceof Error ? reason : null,
+          reason instanceof Error
+            ? `clothd: connection lost (${reason.message})`
+            : 'clothd: the server closed the connection',
+        );
+      });
+      socket.connect({ host: this.host, port: this.port }, () => {
+        socket.removeListener('error', onConnectError);
+        socket.setNoDelay(this._noDelay);
+        this._rejectConnect = null;
+        if (this._state === 'closed') return; // closed while connecting
+        this._state = 'open';
+        this._flush();
+        resolve(this);
+      });
+    });
+    return this._connecting;
+  }
+
+  /** 'open' while connected; also 'new', 'connecting', 'closed'. */
+  get state() {
+    return this._state;
+  }
+
+  /** Requests sent (or queued) and not answered yet. */
+  get pendingRequests() {
+    return this._pending.length;
+  }
+
+  /**
+   * Counters: requests, replies, frames, events, skippedFrames, writes
+   * (socket.write() calls: pipelined requests share them), drainWaits (how
+   * often socket.write() said "full" and the client waited for 'drain'
+   * before writing more), queuedRequests (request lines not yet written).
+   */
+  get stats() {
+    return { ...this._stats, queuedRequests: this._writeQueue.length };
+  }
+
+  /** A Promise resolved once the connection is closed, however it closed. */
+  get closed() {
+    return this._closed;
+  }
+
+  /**
+   * Closes the connection now: requests still pending are rejected with
+   * ConnectionClosed. Resolves when the socket is closed. Safe to call twice.
+   * Use end() to wait for the pending replies first.
+   */
+  close() {
+    if (this._state !== 'closed') {
+      this._closeReason = 'client';
+      this._teardown(null, 'clothd: connection closed by the client');
+    }
+    return this._closed;
+  }
+
+  /**
+   * Closes gracefully: waits until every request made so far is answered
+   * (their promises settle as usual), then closes.
+   */
+  async end() {
+    const last = this._lastRequest;
+    if (last) await last.catch(() => {});
+    return this.close();
+  }
+
+  // ---- requests ---------------------------------------------------------
+
+  /**
+   * Sends {"id": n, "cmd": cmd, ...fields} and resolves with the reply
+   * object (ok:true). An error reply rejects with ClothdError(code,
+   * message). Fields whose value is undefined are left out.
+   */
+  request(cmd, fields) {
+    if (typeof cmd !== 'string') return Promise.reject(new TypeError('request: cmd must be a string'));
+    const id = this._nextId++;
+    const msg = { id, cmd };
+    for (const key of Object.keys(fields ?? {})) {
+      if (key !== 'id' && key !== 'cmd' && fields[key] !== undefined) msg[key] = fields[key];
+    }
+    let line;
+    try {
+      line = `${JSON.stringify(msg, jsonReplacer)}\n`;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this._enqueue(line, id, cmd);
+  }
+
+  /**
+   * Sends one raw line as it is ('\n' appended when missing) and resolves
+   * with the next reply, whatever it is: an error reply is resolved, not
+   * rejected, and its id is not checked. For protocol tests and tools. The
+   * line must not be blank (the server does not answer blank lines) and
+   * must be a single line.
+   */
+  rawRequest(line) {
+    const text = Buffer.isBuffer(line) ? line.toString('utf8') : String(line);
+    const body = text.endsWith('\n') ? text.slice(0, -1) : text;
+    if (body.includes('\n'))
+      return Promise.reject(new TypeError('rawRequest: the line must not contain a newline'));
+    if (/^[ \t\r]*$/.test(body))
+      return Promise.reject(new TypeError('rawRequest: a blank line gets no reply'));
+    return this._enqueue(`${body}\n`, undefined, null);
+  }
+
+  _enqueue(line, id, cmd) {
+    if (this._state === 'closed')
+      return Promise.reject(new ConnectionClosed(this._closedMessage ?? 'clothd: the connection is closed'));
+    if (this._state === 'new') this.connect().catch(() => {});
+    const promise = new Promise((resolve, reject) => {
+      this._pending.push({ id, cmd, resolve, reject });
+    });
+    this._lastRequest = promise;
+    this._stats.requests++;
+    this._write(line);
+    return promise;
+  }
+
+  // Requests are queued and written once per tick, joined in batches of
+  // about WRITE_BATCH_BYTES: one syscall for many pipelined requests. When
+  // socket.write() returns false (the socket's buffer is over its
+  // high-water mark), nothing more is written until 'drain'; the queue
+  // holds the rest (requests are never dropped).
+  _write(line) {
+    this._writeQueue.push(line);
+    if (this._state === 'open' && !this._blocked && !this._flushScheduled) {
+      this._flushScheduled = true;
+      process.nextTick(() => {
+        this._flushScheduled = false;
+        this._flush();
+      });
+    }
+  }
+
+  _onDrain() {
+    this._blocked = false;
+    this._flush();
+  }
+
+  _flush() {
+    if (this._state !== 'open' || this._blocked || this._writeQueue.length === 0) return;
+    const lines = this._writeQueue;
+    this._writeQueue = [];
+    let i = 0;
+    while (i < lines.length) {
+      let batch = lines[i++];
+      while (i < lines.length && batch.length < WRITE_BATCH_BYTES) batch += lines[i++];
+      this._stats.writes++;
+      if (!this._socket.write(batch)) {
+        this._blocked = true;
+        this._stats.drainWaits++;
+        break;
+      }
+    }
+    if (i < lines.length) this._writeQueue = lines.slice(i);
+  }
+
+  // ---- incoming -----------------------------------------------------------
+
+  _onData(chunk) {
+    if (this._state === 'closed') return;
+    let messages;
+    try {
+      messages = this._parser.push(chunk);
+    } catch (err) {
+      this._fatal(err);
+      return;
+    }
+    for (const m of messages) {
+      if (this._state === 'closed') return;
+      if (m.kind === 'line') this._onLine(m.bytes);
+      else this._onFrame(m.bytes);
+    }
+  }
+
+  // Runs a listener-facing emit so that a throwing listener cannot break
+  // the parser: the exception is rethrown asynchronously, as uncaught.
+  _safeEmit(name, value) {
+    try {
+      this.emit(name, value);
+    } catch (err) {
+      process.nextTick(() => {
+        throw err;
+      });
+    }
+  }
+
+  _onLine(bytes) {
+    let text = bytes.toString('utf8');
+    if (text.endsWith('\r')) text = text.slice(0, -1);
+    let reply;
+    try {
+      reply = JSON.parse(text);
+    } catch (err) {
+      this._fatal(new ProtocolError(`reply: not valid JSON (${err.message}): ${truncate(text)}`));
+      return;
+    }
+    if (reply === null || typeof reply !== 'object' || Array.isArray(reply)) {
+      this._fatal(new ProtocolError(`reply: not a JSON object: ${truncate(text)}`));
+      return;
+    }
+    if ('event' in reply && !('ok' in reply)) {
+      this._stats.events++;
+      this._safeEmit('event', reply);
+      return;
+    }
+    const p = this._pending.shift();
+    if (!p) {
+      this._fatal(new ProtocolError(`reply: no request is waiting for ${truncate(text)}`));
+      return;
+    }
+    this._stats.replies++;
+    if (p.cmd === null) {
+      p.resolve(reply); // rawRequest: any reply, unchecked
+      return;
+    }
+    if (!('id' in reply)) {
+      // The server answers without an id only when it could not read it
+      // (line_too_long, parse_error): that is still this request's reply.
+      if (reply.ok !== false) {
+        this._fatal(new ProtocolError(`reply: expected id ${p.id}, got a reply without id: ${truncate(text)}`), p);
+        return;
+      }
+    } else if (reply.id !== p.id) {
+      this._fatal(new ProtocolError(`reply: expected id ${p.id} (${p.cmd}), got id ${JSON.stringify(reply.id)}: ${truncate(text)}`), p);
+      return;
+    }
+    if (reply.ok === true) {
+      p.resolve(reply);
+    } else {
+      const e = reply.error && typeof reply.error === 'object' ? reply.error : {};
+      p.reject(new ClothdError(String(e.code ?? 'internal'), String(e.message ?? ''), reply));
+    }
+  }
+
+  _onFrame(bytes) {
+    const version = bytes[4] | (bytes[5] << 8);
+    const unknownFlags = (bytes[6] | (bytes[7] << 8)) & ~FLAG_QUANTIZED;
+    if (version !== FRAME_VERSION || unknownFlags) {
+      // PROTOCOL.md: a frame of another version, or with an unknown flag,
+      // is skipped using its length (the server sends none unless asked).
+      this._stats.skippedFrames++;
+      const what = version !== FRAME_VERSION ? `version ${version}` : `unknown flags 0x${unknownFlags.toString(16).padStart(4, '0')}`;
+      this._safeEmit('warning', new ProtocolError(`frame: skipped a frame of ${what}`));
+      return;
+    }
+    let frame;
+    try {
+      frame = decodeFrame(bytes);
+    } catch (err) {
+      this._fatal(err);
+      return;
+    }
+    this._stats.frames++;
+    this._safeEmit('frame', frame);
+    for (const it of this._iterators) it._push(frame);
+  }
+
+  // The stream broke the contract: reject everything with `err`, close.
+  _fatal(err, first) {
+    if (first) first.reject(err);
+    this._closeReason = err;
+    this._teardown(err, err.message, err);
+  }
+
+  _teardown(cause, message, protocolError) {
+    if (this._state === 'closed') return;
+    this._state = 'closed';
+    this._closedMessage = message;
+    const rejection = protocolError ?? new ConnectionClosed(message, cause ? { cause } : undefined);
+    for (const p of this._pending.drain()) p.reject(rejection);
+    this._writeQueue = [];
+    if (this._rejectConnect) {
+      this._rejectConnect(cause ?? new ConnectionClosed(message));
+      this._rejectConnect = null;
+    }
+    if (this._socket) this._socket.destroy();
+    for (const it of [...this._iterators]) it._finish(protocolError ?? null);
+    const socket = this._socket;
+    const finish = () => {
+      if (protocolError && this.listenerCount('error') > 0) this.emit('error', protocolError);
+      this.emit('close', cause ?? undefined);
+      this._resolveClosed();
+    };
+    if (socket && !socket.closed) socket.once('close', finish);
+    else process.nextTick(finish);
+  }
+
+  // ---- frames -------------------------------------------------------------
+
+  /**
+   * An async iterator over the frames received from now on:
+   *
+   *   const frames = client.frames();          // before subscribe: the first
+   *   await client.subscribe({ instance: id }); // frame follows the reply
+   *   for await (const f of frames) { ... }
+   *
+   * options: maxQueue (256; a slow consumer keeps the newest frames, the
+   * iterator's `dropped` counts the others), instance (only that
+   * instance's frames), signal (an AbortSignal that ends the iteration by
+   * throwing its reason). Ends when the connection closes.
+   */
+  frames(options = {}) {
+    const it = new FrameIterator(this, options);
+    if (this._state === 'closed') it._finish(null);
+    else if (!it.done) this._iterators.add(it);
+    return it;
+  }
+
+  // ---- commands (PROTOCOL.md, Commands) -----------------------------------
+
+  /**
+   * Creates an instance of `type` ("cloth", the only type in protocol v1)
+   * with the create fields in `opts`; resolves with its id.
+   */
+  async create(type = 'cloth', opts = {}) {
+    const fields = { ...opts, type };
+    for (const k of VECTOR_FIELDS) if (k in fields) fields[k] = vec(fields[k]);
+    const reply = await this.request('create', fields);
+    return reply.instance;
+  }
+
+  /**
+   * Creates a cloth; resolves with its instance id. opts (all optional),
+   * named as in PROTOCOL.md: the layout (width, height, spacing, origin,
+   * right, down) and the options that `set` can change later (mass,
+   * stiffness or stretchCompliance, bendStiffness or bendCompliance, damping
+   * or velocityRetention, solverIterations or iterations, substeps, gravity,
+   * thickness, particleMass, windModel, airDensity, drag, lift, tethers,
+   * tetherScale, sleepThreshold). Other fields are sent as they are.
+   */
+  createCloth(opts = {}) {
+    return this.create('cloth', opts);
+  }
+
+  /**
+   * Changes a live instance's options (any create option but the layout);
+   * only the fields given change. Wakes a sleeping instance.
+   */
+  async set(instance, opts = {}) {
+    const fields = { ...opts, instance };
+    for (const k of VECTOR_FIELDS) if (k in fields) fields[k] = vec(fields[k]);
+    await this.request('set', fields);
+  }
+
+  /**
+   * Creates or moves the instance's named transform: `position` and
+   * `rotation` (a quaternion [x, y, z, w], default identity). Attached
+   * particles and colliders follow it.
+   */
+  async transform(instance, name, position, rotation) {
+    await this.request('transform', { instance, name, position: vec(position), rotation: vec(rotation) });
+  }
+
+  /**
+   * Pins particles (a number or an array) and attaches them to the
+   * transform `name`, at opts.offset / opts.offsets local to it (default:
+   * where they are now). Resolves with the `attached` count.
+   */
+  async attach(instance, name, particles, opts = {}) {
+    const fields = typeof particles === 'number'
+      ? { instance, name, particle: particles, offset: vec(opts.offset), offsets: vecList(opts.offsets) }
+      : { instance, name, particles: idList(particles), offsets: vecList(opts.offsets), offset: vec(opts.offset) };
+    const reply = await this.request('attach', fields);
+    return reply.attached;
+  }
+
+  /** Destroys an instance; its id never works again. */
+  async destroy(instance) {
+    await this.request('destroy', { instance });
+  }
+
+  /**
+   * Pins one particle (a number) or several (an array). Without
+   * opts.position / opts.positions they are pinned where they are.
+   * Resolves with the server's `pinned` count.
+   */
+  async pin(instance, particles, opts = {}) {
+    const fields = typeof particles === 'number'
+      ? { instance, particle: particles, position: vec(opts.position), positions: vecList(opts.positions) }
+      : { instance, particles: idList(particles), positions: vecList(opts.positions), position: vec(opts.position) };
+    const reply = await this.request('pin', fields);
+    return reply.pinned;
+  }
+
+  /** Unpins one particle or several; resolves with `unpinned`. */
+  async unpin(instance, particles) {
+    const fields = typeof particles === 'number' ? { instance, particle: particles } : { instance, particles: idList(particles) };
+    const reply = await this.request('unpin', fields);
+    return reply.unpinned;
+  }
+
+  /**
+   * Sets an instance's wind, or the server-wide global wind when instance
+   * is omitted. Resolves with the wind as stored ([x, y, z]).
+   */
+  async wind(wind, instance) {
+    const reply = await this.request('wind', { instance, wind: vec(wind) });
+    return reply.wind;
+  }
+
+  /** Sets an instance's gravity (m/s²). */
+  async gravity(instance, gravity) {
+    await this.request('gravity', { instance, gravity: vec(gravity) });
+  }
+
+  /**
+   * Adds a collider: opts.type is "sphere", "capsule" or "plane"; position,
+   * normal, radius, height, friction, staticFriction, coupling (two-way
+   * coupling, impulses in step replies) and attachment (a transform name
+   * the collider follows) are optional. Resolves with the collider id.
+   */
+  async addCollider(instance, opts = {}) {
+    const reply = await this.request('addCollider', {
+      ...opts,
+      instance,
+      position: vec(opts.position),
+      normal: vec(opts.normal),
+    });
+    return reply.collider;
+  }
+
+  /** Moves and/or turns a collider (opts.position, opts.normal). */
+  async moveCollider(instance, collider, opts = {}) {
+    await this.request('moveCollider', { instance, collider, position: vec(opts.position), normal: vec(opts.normal) });
+  }
+
+  /** Removes a collider. */
+  async removeCollider(instance, collider) {
+    await this.request('removeCollider', { instance, collider });
+  }
+
+  /** Enables (default) or disables an instance; resolves with the new state. */
+  async enable(instance, enabled = true) {
+    const reply = await this.request('enable', { instance, enabled });
+    return reply.enabled;
+  }
+
+  /**
+   * Steps every enabled instance (or opts.instances / opts.instance) once by
+   * opts.dt (default 1/60 s; a number is taken as dt). Resolves with the
+   * reply: {stepped, unstable, sleeping, impulses}.
+   */
+  step(opts = {}) {
+    const o = typeof opts === 'number' ? { dt: opts } : opts;
+    return this.request('step', { dt: o.dt, instance: o.instance, instances: idList(o.instances) });
+  }
+
+  /**
+   * An instance's full state: the reply's members, with `positions` as a
+   * Float32Array (3 per particle, exactly the server's float32 values) and
+   * the raw reply as `reply`.
+   */
+  async get(instance) {
+    const reply = await this.request('get', { instance });
+    return {
+      instance: reply.instance,
+      type: reply.type,
+      width: reply.width,
+      height: reply.height,
+      frame: reply.frame,
+      time: reply.time,
+      enabled: reply.enabled,
+      unstable: reply.unstable,
+      sleeping: reply.sleeping ?? false,
+      positions: Float32Array.from(reply.positions ?? []),
+      pinned: reply.pinned ?? [],
+      colliders: reply.colliders ?? [],
+      reply,
+    };
+  }
+
+  /**
+   * Subscribes to frames of opts.instance, opts.instances, or (neither) every
+   * instance. opts.quantize: 16-bit positions in the frame's bounding box;
+   * opts.every: only frames whose number is a multiple of it. Resolves with
+   * the reply ({instances: [...]} or {all: true}). The current frame of each
+   * instance follows the reply at once: create the frames() iterator or the
+   * 'frame' listener before subscribing to see it.
+   */
+  subscribe(opts = {}) {
+    return this.request('subscribe', {
+      instance: opts.instance,
+      instances: idList(opts.instances),
+      quantize: opts.quantize,
+      every: opts.every,
+    });
+  }
+
+  /** Drops subscriptions: opts.instance, opts.instances, or (neither) all. */
+  async unsubscribe(opts = {}) {
+    await this.request('unsubscribe', { instance: opts.instance, instances: idList(opts.instances) });
+  }
+
+  /** The server's status reply (instances, workers, globalWind, version, debug, text). */
+  status() {
+    return this.request('status');
+  }
+
+  /** The server-wide global wind (read from status). */
+  async globalWind() {
+    const reply = await this.status();
+    return reply.globalWind;
+  }
+
+  /**
+   * Sets (true/false) or, without an argument, reads the viewers' debug
+   * overlay flag. Subscribed connections receive an 'event' when it changes.
+   */
+  async debug(enabled) {
+    const reply = await this.request('debug', { enabled });
+    return reply.enabled;
+  }
+}
+
+module.exports = {
+  Client,
+  ClothdError,
+  ProtocolError,
+  ConnectionClosed,
+  FrameIterator,
+  decodeFrame,
+  frameSize,
+  quantizedFrameSize,
+  ERROR_CODES,
+  FRAME_MAGIC,
+  FRAME_VERSION,
+  FRAME_HEADER_SIZE,
+  FLAG_QUANTIZED,
+  VERSION,
+};

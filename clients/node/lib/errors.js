@@ -1,0 +1,55 @@
+'use strict';
+// Error classes shared by the client and the frame decoder.
+
+/** The server's stable error codes (PROTOCOL.md, Errors). */
+const ERROR_CODES = Object.freeze([
+  'parse_error',
+  'unknown_command',
+  'invalid_argument',
+  'not_found',
+  'limit_exceeded',
+  'line_too_long',
+  'internal',
+]);
+
+/**
+ * An error reply from the server ({"ok":false,"error":{code,message}}).
+ * `code` is one of ERROR_CODES, `message` is the server's text unchanged
+ * (it starts with the field at fault: "width: must be an integer >= 2"),
+ * `reply` the whole decoded reply.
+ */
+class ClothdError extends Error {
+  constructor(code, message, reply) {
+    super(message);
+    this.name = 'ClothdError';
+    this.code = code;
+    this.reply = reply;
+  }
+}
+
+/**
+ * The byte stream broke the wire contract (checked on the client side):
+ * a bad frame, a reply that is not JSON, a reply id that does not match.
+ * Its code is "protocol_error", which the server never sends.
+ */
+class ProtocolError extends ClothdError {
+  constructor(message) {
+    super('protocol_error', message, undefined);
+    this.name = 'ProtocolError';
+  }
+}
+
+/**
+ * The connection is closed (by close(), by the server, or by a network
+ * error, which is then the `cause`): every pending request is rejected with
+ * one of these, and so is every request made afterwards.
+ */
+class ConnectionClosed extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'ConnectionClosed';
+    this.code = 'connection_closed';
+  }
+}
+
+module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed };
