@@ -15,7 +15,7 @@ enum {
     OPT_STRETCH_COMPLIANCE, OPT_BEND_COMPLIANCE, OPT_ITERATIONS, OPT_SUBSTEPS,
     OPT_VELOCITY_RETENTION, OPT_THICKNESS, OPT_PARTICLE_MASS, OPT_AIR_DENSITY, OPT_DRAG,
     OPT_LIFT, OPT_TETHERS, OPT_TETHER_SCALE, OPT_SLEEP_THRESHOLD, OPT_VOLUME_STIFFNESS,
-    OPT_VOLUME_COMPLIANCE,
+    OPT_VOLUME_COMPLIANCE, OPT_SELF_DISTANCE,
     OPT_COUNT
 };
 
@@ -64,6 +64,8 @@ static const cd_field_spec cloth_fields[OPT_COUNT] = {
         CD_FLOAT_FIELD(cd_cloth_def, volume_stiffness, "volumeStiffness", RANGE_UNIT),
     [OPT_VOLUME_COMPLIANCE] = CD_FLOAT_FIELD(cd_cloth_def, volume_compliance,
                                              "volumeCompliance", RANGE_NON_NEGATIVE),
+    [OPT_SELF_DISTANCE] =
+        CD_FLOAT_FIELD(cd_cloth_def, self_distance, "selfDistance", RANGE_NON_NEGATIVE),
 };
 _Static_assert(OPT_COUNT < 64, "a presence mask holds every option and windModel");
 

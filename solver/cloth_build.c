@@ -132,7 +132,7 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
     inst->def.down = down;
     cd_apply_options(inst, def);
     inst->enabled = true;
-    return true;
+    return def->self_distance <= 0.0f || cd_self_collision_reserve(inst);
 }
 
 void cd_instance_free(cd_instance *inst)
@@ -150,6 +150,11 @@ void cd_instance_free(cd_instance *inst)
     free(inst->rest);
     free(inst->tets);
     free(inst->triangles);
+    free(inst->hash_start);
+    free(inst->hash_entries);
+    free(inst->neighbour_start);
+    free(inst->neighbours);
+    free(inst->pairs);
     free(inst->pins);
     free(inst->colliders);
     free(inst);

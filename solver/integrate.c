@@ -21,6 +21,24 @@ void cd_stage_prime_verlet(cd_instance *inst, cd_vec3 accel, float h)
     }
 }
 
+/* Self-collision's velocity cap: no particle moves more than `limit` in a
+ * substep, so none can pass through another between two checks. */
+static void cap_velocity(cd_instance *inst, float limit)
+{
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
+        float *p = &inst->pos[3 * i];
+        const float *q = &inst->prev[3 * i];
+        const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        if (d2 <= limit * limit)
+            continue;
+        const float s = limit / sqrtf(d2);
+        p[0] = q[0] + dx * s;
+        p[1] = q[1] + dy * s;
+        p[2] = q[2] + dz * s;
+    }
+}
+
 void cd_stage_integrate(cd_instance *inst, const cd_substep *sub)
 {
     const float keep = sub->keep;
@@ -41,4 +59,6 @@ void cd_stage_integrate(cd_instance *inst, const cd_substep *sub)
         q[1] = y;
         q[2] = z;
     }
+    if (inst->def.self_distance > 0.0f)
+        cap_velocity(inst, 0.5f * inst->def.self_distance);
 }

@@ -109,6 +109,20 @@ struct cd_instance {
     float *tether_length;    /* particle_count */
     bool tethers_dirty;
 
+    /* Self-collision (self_distance > 0), allocated when first enabled: a
+     * spatial hash of the positions at the step's start (dense arrays
+     * sized to the particle count), and for soft bodies the particles'
+     * neighbours (CSR), which are exempt. Cloth's neighbours are implicit. */
+    uint32_t *hash_start;   /* hash_size + 1 */
+    uint32_t *hash_entries; /* particle_count */
+    uint32_t hash_size;     /* power of two */
+    float hash_cell;        /* cell size of the current hash */
+    uint32_t *pairs;        /* candidate pairs (i, j) of this step */
+    uint32_t pair_count, pair_cap;
+    uint32_t *neighbour_start; /* particle_count + 1 */
+    uint32_t *neighbours;
+    float last_speed; /* the fastest particle of the last step, m/s */
+
     cd_collider *colliders; /* slots; inactive ones are free */
     uint32_t collider_slots;
     uint32_t collider_count; /* active */
@@ -146,6 +160,10 @@ void cd_stage_reset_multipliers(cd_instance *inst);
 void cd_stage_solve_distances(cd_instance *inst, float h);
 void cd_stage_solve_tethers(cd_instance *inst);
 void cd_stage_solve_volumes(cd_instance *inst, float h);
+void cd_stage_find_self_pairs(cd_instance *inst, float dt, float h);
+void cd_stage_self_collide(cd_instance *inst);
+/* Allocates what self-collision needs; false on out of memory. */
+bool cd_self_collision_reserve(cd_instance *inst);
 void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);

@@ -91,6 +91,8 @@ cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def)
 {
     if (!cd_options_are_valid(def))
         return CD_E_INVALID_ARGUMENT;
+    if (def->self_distance > 0.0f && !cd_self_collision_reserve(inst))
+        return CD_E_INTERNAL;
     cd_apply_options(inst, def);
     return CD_OK;
 }

@@ -90,5 +90,5 @@ bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_clot
     inst->def.down = cd_v3(0, -1, 0);
     cd_apply_options(inst, options);
     inst->enabled = true;
-    return true;
+    return options->self_distance <= 0.0f || cd_self_collision_reserve(inst);
 }

@@ -7,7 +7,9 @@
  *   3. integrate   Verlet with damping, gravity (+ constant wind)
  *   4. solve       `iterations` passes: distance groups (seed or XPBD),
  *                  tetrahedral volumes (soft bodies), then tethers
- *   5. collide     thickness, friction, coupling impulses
+ *   5. self        self-collision (self_distance > 0): the candidate pairs
+ *                  found once per step, separated in every substep
+ *   6. collide     thickness, friction, coupling impulses
  *
  * then, once per step: pins and colliders settle on their targets, and the
  * guard checks every position (a non-finite or runaway one restores the
@@ -86,6 +88,9 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
 
     if (inst->tethers_dirty)
         cd_rebuild_tethers(inst);
+    const bool self_collision = d->self_distance > 0.0f && inst->hash_start != NULL;
+    if (self_collision)
+        cd_stage_find_self_pairs(inst, dt, sub.h);
     reset_impulses(inst);
     if (!inst->started) {
         cd_stage_prime_verlet(inst, sub.accel, sub.h);
@@ -102,6 +107,8 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
             cd_stage_solve_distances(inst, sub.h);
             cd_stage_solve_volumes(inst, sub.h);
             cd_stage_solve_tethers(inst);
+            if (self_collision)
+                cd_stage_self_collide(inst);
         }
         cd_stage_collide(inst, &sub);
     }
@@ -119,7 +126,8 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
     inst->frame++;
     inst->time += dt;
     inst->last_dt = sub.h;
-    update_sleep(inst, dt, max_speed / sub.h);
+    inst->last_speed = max_speed / sub.h;
+    update_sleep(inst, dt, inst->last_speed);
     return result;
 }
 
