@@ -42,6 +42,30 @@ class MemcheckTest(unittest.TestCase):
             self.assertIn(a, c.step(DT)["unstable"])  # the guard's restore path
             c.destroy(b)
 
+            # The later commands: options, transforms, soft bodies, topology,
+            # self-collision (its buffers are allocated on first use).
+            c.request("set", instance=a, substeps=2, stretchCompliance=1e-4, selfDistance=0.05)
+            c.request("transform", instance=a, name="hand", position=[0, 1, 0])
+            c.request("attach", instance=a, name="hand", particles=[2, 3])
+            c.request("addCollider", instance=a, type="sphere", attachment="hand", coupling=0.5)
+            c.request("enable", instance=a, enabled=True)
+            soft = c.request("create", type="softbody", shape="ball", radius=0.2, resolution=4,
+                             selfDistance=0.01)["instance"]
+            c.request("create", type="softbody", vertices=[[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]],
+                      tetrahedra=[0, 1, 2, 3])
+            c.request("topology", instance=soft)
+            c.request("topology", instance=a)
+            for _ in range(5):
+                c.step(DT)
+            c.destroy(soft)
+            for line in [b'{"cmd":"create","type":"softbody","vertices":[[0,0,0]],"tetrahedra":[0,1,2,3]}',
+                         b'{"cmd":"create","type":"softbody","vertices":[[0,0,0],[1,0,0],[0,1,0],[0,0,1]],'
+                         b'"tetrahedra":[0,2,1,3]}',
+                         b'{"cmd":"attach","instance":1,"name":"ghost","particle":0}',
+                         b'{"cmd":"set","instance":1,"width":3}']:
+                c.send_raw(line + b"\n")
+                self.assertFalse(c.read_reply()["ok"])
+
             # Errors of every kind on the same connection.
             for line in [b"not json", b"[1,2]", b'{"cmd":"fly"}', b'{"cmd":"create","width":1}',
                          b'{"cmd":"pin","instance":1,"particles":[0,99999]}', b'{"cmd":"get","instance":4242}',
