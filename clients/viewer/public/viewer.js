@@ -1,0 +1,908 @@
+// clothd viewer page: one WebSocket to the viewer server (binary frames as
+// clothd sends them, JSON metadata), one three.js scene with every instance.
+
+import * as THREE from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { decodeFrame, decodeHeader } from './frame.js';
+
+// ---- state and test hook ---------------------------------------------------
+
+// Instance colours, by slot (the low 16 bits of the id), the same in every viewer.
+const PALETTE = [0xe8743b, 0x1fa88e, 0x9b6bd6, 0xd9b43c, 0xd9546e, 0x6fbf4a, 0x4c9ffe, 0xc97f3f];
+const STATS_WINDOW_MS = 1000;
+const IDLE_MS = 1500;
+
+const state = {
+  wsOpen: false,
+  connected: false,
+  clothd: '',
+  version: null,
+  debug: false,
+  globalWind: [0, 0, 0],
+  meta: new Map(),      // id -> metadata from the server
+  views: new Map(),     // id -> InstanceView
+  incoming: new Map(),  // id -> newest frame (ArrayBuffer) not yet drawn
+  arrivals: new Map(),  // id -> [{t, frame}] within the stats window
+  lastFrame: new Map(), // id -> {frame, time, t}
+  selected: null,
+  framedOnce: false,
+};
+
+// Read by the end-to-end test (and handy in the console).
+const hook = {
+  wsOpen: false,
+  connected: false,
+  frames: {},      // id -> newest frame number received
+  rendered: {},    // id -> frame number on screen
+  instances: [],   // metadata as the server sent it
+  debug: false,
+  globalWind: [0, 0, 0],
+  selected: null,
+  renders: 0,
+  decodeErrors: 0,
+};
+window.__clothd = hook;
+
+const $ = (id) => document.getElementById(id);
+
+// ---- three.js scene --------------------------------------------------------
+
+const canvas = $('scene');
+const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
+renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+const scene = new THREE.Scene();
+scene.background = new THREE.Color(0x1b1e24);
+
+const camera = new THREE.PerspectiveCamera(45, 1, 0.01, 2000);
+camera.position.set(1.6, 2.4, 5.5);
+const controls = new OrbitControls(camera, canvas);
+controls.target.set(0, 1, 0);
+controls.enableDamping = true;
+controls.dampingFactor = 0.12;
+controls.update();
+
+scene.add(new THREE.HemisphereLight(0xdde6f2, 0x3a3530, 0.9));
+const sun = new THREE.DirectionalLight(0xfff6ea, 2.6);
+sun.position.set(-2.5, 5, 3.5);
+scene.add(sun);
+const fill = new THREE.DirectionalLight(0xbfd4ff, 0.8);
+fill.position.set(4, 1.5, -3);
+scene.add(fill);
+
+const grid = new THREE.GridHelper(20, 40, 0x4a5060, 0x2c3038);
+scene.add(grid);
+const axes = new THREE.AxesHelper(0.5);
+axes.visible = false;
+scene.add(axes);
+
+const selectionBox = new THREE.Box3Helper(new THREE.Box3(), 0x4c9ffe);
+selectionBox.visible = false;
+scene.add(selectionBox);
+
+let dirty = true;
+const markDirty = () => { dirty = true; };
+controls.addEventListener('change', markDirty);
+
+function resize() {
+  const r = canvas.parentElement.getBoundingClientRect();
+  const w = Math.max(1, Math.floor(r.width));
+  const h = Math.max(1, Math.floor(r.height));
+  renderer.setSize(w, h, false);
+  camera.aspect = w / h;
+  camera.updateProjectionMatrix();
+  markDirty();
+}
+new ResizeObserver(resize).observe(canvas.parentElement);
+resize();
+
+// ---- one instance in the scene -----------------------------------------------
+
+function colourOf(id) {
+  return PALETTE[((id & 0xffff) - 1 + PALETTE.length) % PALETTE.length];
+}
+
+// Triangles of a width x height grid: two per quad (tl, bl, tr, tr, bl, br).
+function gridIndex(w, h) {
+  const n = w * h;
+  const tris = new (n > 65535 ? Uint32Array : Uint16Array)((w - 1) * (h - 1) * 6);
+  let k = 0;
+  for (let y = 0; y < h - 1; y++) {
+    for (let x = 0; x < w - 1; x++) {
+      const tl = y * w + x;
+      const tr = tl + 1;
+      const bl = tl + w;
+      const br = bl + 1;
+      tris[k++] = tl; tris[k++] = bl; tris[k++] = tr;
+      tris[k++] = tr; tris[k++] = bl; tris[k++] = br;
+    }
+  }
+  return tris;
+}
+
+// Line pairs of the grid's constraints: structural (neighbours along x and
+// y) and shear (both diagonals of each quad), as clothd builds them.
+function constraintIndex(w, h) {
+  const n = w * h;
+  const Arr = n > 65535 ? Uint32Array : Uint16Array;
+  const structural = new Arr(((w - 1) * h + w * (h - 1)) * 2);
+  const shear = new Arr((w - 1) * (h - 1) * 4);
+  let s = 0;
+  let d = 0;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = y * w + x;
+      if (x + 1 < w) { structural[s++] = i; structural[s++] = i + 1; }
+      if (y + 1 < h) { structural[s++] = i; structural[s++] = i + w; }
+      if (x + 1 < w && y + 1 < h) {
+        shear[d++] = i; shear[d++] = i + w + 1;
+        shear[d++] = i + 1; shear[d++] = i + w;
+      }
+    }
+  }
+  return { structural, shear };
+}
+
+const Y_AXIS = new THREE.Vector3(0, 1, 0);
+const Z_AXIS = new THREE.Vector3(0, 0, 1);
+const markerGeometry = new THREE.SphereGeometry(1, 12, 8);
+const pinMaterial = new THREE.MeshStandardMaterial({ color: 0xff3355, emissive: 0x551020, roughness: 0.5 });
+const colliderMaterial = new THREE.MeshStandardMaterial({ color: 0x8fa3ba, roughness: 0.55, metalness: 0.05 });
+const planeMaterial = new THREE.MeshStandardMaterial({
+  color: 0x6f8fae, roughness: 0.9, transparent: true, opacity: 0.14, side: THREE.DoubleSide, depthWrite: false,
+});
+const colliderWireMaterial = new THREE.LineBasicMaterial({ color: 0xffd166, transparent: true, opacity: 0.85 });
+const structuralMaterial = new THREE.LineBasicMaterial({ color: 0x7fe0ff, transparent: true, opacity: 0.9 });
+const shearMaterial = new THREE.LineBasicMaterial({ color: 0xff9f5a, transparent: true, opacity: 0.35 });
+const particleMaterial = new THREE.PointsMaterial({ color: 0xffffff, size: 3, sizeAttenuation: false });
+
+class InstanceView {
+  constructor(id) {
+    this.id = id;
+    this.group = new THREE.Group();
+    this.group.name = `instance-${id}`;
+    this.colliders = new THREE.Group();
+    this.group.add(this.colliders);
+    this.meta = null;
+    this.count = -1;
+    this.layout = '';
+    this.collidersKey = '';
+    this.markerRadius = 0.02;
+    this.frame = -1;
+    this.time = 0;
+    scene.add(this.group);
+  }
+
+  setMeta(meta) {
+    this.meta = meta;
+    const layout = `${meta.width}x${meta.height}`;
+    if (layout !== this.layout) {
+      this.layout = layout;
+      this.#disposeSurface();
+      this.count = -1;
+      // Rebuilt with the next frame; the last one again if none is waiting.
+      if (this.lastBuf && !state.incoming.has(this.id)) state.incoming.set(this.id, this.lastBuf);
+    }
+    // Shapes are rebuilt when they change; moved colliders are only placed.
+    const list = meta.colliders ?? [];
+    const key = JSON.stringify(list.map((c) => [c.collider, c.type, c.radius, c.height]));
+    if (key !== this.collidersKey) {
+      this.collidersKey = key;
+      this.#buildColliders(list);
+    }
+    this.#placeColliders(list);
+    this.#buildPins();
+  }
+
+  // Makes the surface for `count` particles: a shaded grid when the count
+  // matches width x height (cloth), else a point cloud.
+  #buildSurface(count) {
+    this.#disposeSurface();
+    this.count = count;
+    const m = this.meta;
+    const positions = new THREE.BufferAttribute(new Float32Array(3 * count), 3);
+    positions.setUsage(THREE.DynamicDrawUsage);
+    this.positions = positions;
+    const colour = colourOf(this.id);
+    if (m && m.width * m.height === count && m.width >= 2 && m.height >= 2) {
+      const w = m.width;
+      const h = m.height;
+      const geo = new THREE.BufferGeometry();
+      geo.setAttribute('position', positions);
+      const uv = new Float32Array(2 * count);
+      for (let y = 0; y < h; y++) {
+        for (let x = 0; x < w; x++) {
+          uv[2 * (y * w + x)] = x / (w - 1);
+          uv[2 * (y * w + x) + 1] = y / (h - 1);
+        }
+      }
+      geo.setAttribute('uv', new THREE.BufferAttribute(uv, 2));
+      geo.setIndex(new THREE.BufferAttribute(gridIndex(w, h), 1));
+      this.material = new THREE.MeshStandardMaterial({
+        color: colour, side: THREE.DoubleSide, roughness: 0.78, metalness: 0, polygonOffset: true,
+        polygonOffsetFactor: 1, polygonOffsetUnits: 1,
+      });
+      this.mesh = new THREE.Mesh(geo, this.material);
+      this.mesh.userData.instance = this.id;
+      this.mesh.frustumCulled = false;
+      this.group.add(this.mesh);
+
+      const { structural, shear } = constraintIndex(w, h);
+      const sGeo = new THREE.BufferGeometry();
+      sGeo.setAttribute('position', positions);
+      sGeo.setIndex(new THREE.BufferAttribute(structural, 1));
+      const dGeo = new THREE.BufferGeometry();
+      dGeo.setAttribute('position', positions);
+      dGeo.setIndex(new THREE.BufferAttribute(shear, 1));
+      this.lines = [new THREE.LineSegments(sGeo, structuralMaterial), new THREE.LineSegments(dGeo, shearMaterial)];
+      for (const l of this.lines) {
+        l.frustumCulled = false;
+        this.group.add(l);
+      }
+    } else {
+      this.lines = [];
+    }
+    const pGeo = new THREE.BufferGeometry();
+    pGeo.setAttribute('position', positions);
+    const surfaceless = !this.mesh;
+    this.points = new THREE.Points(pGeo, surfaceless
+      ? new THREE.PointsMaterial({ color: colour, size: 4, sizeAttenuation: false })
+      : particleMaterial);
+    this.points.frustumCulled = false;
+    this.points.userData.alwaysVisible = surfaceless;
+    this.group.add(this.points);
+    this.#buildPins();
+    this.applyDebug();
+  }
+
+  #disposeSurface() {
+    for (const o of [this.mesh, this.points, ...(this.lines ?? [])]) {
+      if (!o) continue;
+      this.group.remove(o);
+      o.geometry.dispose();
+    }
+    if (this.material) this.material.dispose();
+    if (this.points && this.points.material !== particleMaterial) this.points.material.dispose();
+    if (this.pins) {
+      this.group.remove(this.pins);
+      this.pins.dispose();
+      this.pins = null;
+    }
+    this.mesh = null;
+    this.points = null;
+    this.lines = [];
+    this.material = null;
+  }
+
+  #buildPins() {
+    if (this.pins) {
+      this.group.remove(this.pins);
+      this.pins.dispose();
+      this.pins = null;
+    }
+    const pinned = (this.meta?.pinned ?? []).filter((i) => i < this.count);
+    if (pinned.length === 0 || this.count < 0) return;
+    this.pinned = pinned;
+    this.pins = new THREE.InstancedMesh(markerGeometry, pinMaterial, pinned.length);
+    this.pins.frustumCulled = false;
+    this.pins.userData.instance = this.id;
+    this.group.add(this.pins);
+    this.#placePins();
+  }
+
+  #placePins() {
+    if (!this.pins) return;
+    const p = this.positions.array;
+    const m = new THREE.Matrix4();
+    const r = this.markerRadius;
+    this.pinned.forEach((idx, k) => {
+      m.makeScale(r, r, r);
+      m.setPosition(p[3 * idx], p[3 * idx + 1], p[3 * idx + 2]);
+      this.pins.setMatrixAt(k, m);
+    });
+    this.pins.instanceMatrix.needsUpdate = true;
+  }
+
+  #buildColliders(list) {
+    for (const c of [...this.colliders.children]) {
+      this.colliders.remove(c);
+      // ArrowHelper's geometries are shared by every arrow: not ours to free.
+      c.traverse((o) => { if (o.parent?.type !== 'ArrowHelper') o.geometry?.dispose(); });
+    }
+    for (const c of list) {
+      let geo;
+      let mat = colliderMaterial;
+      if (c.type === 'plane') {
+        geo = new THREE.PlaneGeometry(20, 20);
+        mat = planeMaterial;
+      } else if (c.type === 'capsule' && c.height > 2 * c.radius) {
+        geo = new THREE.CapsuleGeometry(Math.max(c.radius, 1e-4), c.height - 2 * c.radius, 8, 24);
+      } else {
+        geo = new THREE.SphereGeometry(Math.max(c.radius, 1e-4), 32, 16);
+      }
+      const holder = new THREE.Group();
+      holder.add(new THREE.Mesh(geo, mat));
+      if (c.type === 'plane') {
+        // Debug: a coarse grid on the plane around its point, and its normal.
+        const outline = new THREE.LineSegments(
+          new THREE.WireframeGeometry(new THREE.PlaneGeometry(3, 3, 6, 6)), colliderWireMaterial);
+        const arrow = new THREE.ArrowHelper(Z_AXIS, new THREE.Vector3(), 0.6, 0xffd166, 0.12, 0.06);
+        outline.userData.debugOnly = arrow.userData.debugOnly = true;
+        holder.add(outline, arrow);
+      } else {
+        const wire = new THREE.LineSegments(new THREE.WireframeGeometry(geo), colliderWireMaterial);
+        wire.userData.debugOnly = true;
+        holder.add(wire);
+      }
+      holder.userData.collider = c.collider;
+      holder.userData.type = c.type;
+      this.colliders.add(holder);
+    }
+    this.applyDebug();
+  }
+
+  // Planes' geometry faces +z and capsules' axis is +y: turn them onto the
+  // collider's normal.
+  #placeColliders(list) {
+    const n = new THREE.Vector3();
+    list.forEach((c, i) => {
+      const holder = this.colliders.children[i];
+      if (!holder) return;
+      holder.position.set(...c.position);
+      n.set(...(c.normal ?? [0, 1, 0])).normalize();
+      if (c.type === 'plane') holder.quaternion.setFromUnitVectors(Z_AXIS, n);
+      else if (c.type === 'capsule') holder.quaternion.setFromUnitVectors(Y_AXIS, n);
+    });
+  }
+
+  applyFrame(buf) {
+    const h = decodeHeader(buf);
+    if (h.count !== this.count) this.#buildSurface(h.count);
+    decodeFrame(buf, this.positions.array);
+    this.positions.needsUpdate = true;
+    if (this.mesh) this.mesh.geometry.computeVertexNormals();
+    if (this.frame < 0 && this.count >= 2) {
+      // Marker size from the spacing of the first two particles.
+      const p = this.positions.array;
+      const d = Math.hypot(p[3] - p[0], p[4] - p[1], p[5] - p[2]);
+      this.markerRadius = Math.min(Math.max(d * 0.28, 0.004), 0.08) || 0.02;
+    }
+    this.#placePins();
+    this.frame = h.frame;
+    this.time = h.time;
+    this.lastBuf = buf;
+  }
+
+  applyDebug() {
+    const on = state.debug;
+    if (this.material) {
+      this.material.transparent = on;
+      this.material.opacity = on ? 0.28 : 1;
+      this.material.depthWrite = !on;
+      this.material.needsUpdate = true;
+    }
+    for (const l of this.lines ?? []) l.visible = on;
+    if (this.points && !this.points.userData.alwaysVisible) this.points.visible = on;
+    this.colliders.traverse((o) => {
+      if (o.userData.debugOnly) o.visible = on;
+    });
+  }
+
+  bounds() {
+    const box = new THREE.Box3();
+    if (this.positions && this.count > 0) box.setFromBufferAttribute(this.positions);
+    this.group.updateMatrixWorld(true);
+    for (const c of this.colliders.children) {
+      if (c.userData.type !== 'plane') box.expandByObject(c.children[0]);
+    }
+    return box;
+  }
+
+  dispose() {
+    this.#disposeSurface();
+    this.#buildColliders([]);
+    scene.remove(this.group);
+  }
+}
+
+// ---- camera framing --------------------------------------------------------
+
+let flight = null; // {from, to, fromTarget, toTarget, t0}
+
+function frameBox(box) {
+  if (box.isEmpty()) return;
+  const sphere = box.getBoundingSphere(new THREE.Sphere());
+  const r = Math.max(sphere.radius, 0.05);
+  const fov = THREE.MathUtils.degToRad(camera.fov);
+  const fit = Math.min(fov, 2 * Math.atan(Math.tan(fov / 2) * camera.aspect));
+  const dist = (r / Math.sin(fit / 2)) * 1.15;
+  const dir = camera.position.clone().sub(controls.target);
+  if (dir.lengthSq() < 1e-8) dir.set(0.5, 0.4, 1);
+  dir.normalize();
+  flight = {
+    fromPos: camera.position.clone(),
+    toPos: sphere.center.clone().addScaledVector(dir, dist),
+    fromTarget: controls.target.clone(),
+    toTarget: sphere.center.clone(),
+    t0: performance.now(),
+  };
+  camera.near = Math.max(dist / 1000, 0.001);
+  camera.far = Math.max(dist * 100, 100);
+  camera.updateProjectionMatrix();
+  markDirty();
+}
+
+function frameAll() {
+  const box = new THREE.Box3();
+  for (const v of state.views.values()) box.union(v.bounds());
+  frameBox(box);
+}
+
+function frameSelected() {
+  const v = state.views.get(state.selected);
+  if (v) frameBox(v.bounds());
+  else frameAll();
+}
+
+function stepFlight(now) {
+  if (!flight) return;
+  const t = Math.min((now - flight.t0) / 350, 1);
+  const e = t * t * (3 - 2 * t);
+  camera.position.lerpVectors(flight.fromPos, flight.toPos, e);
+  controls.target.lerpVectors(flight.fromTarget, flight.toTarget, e);
+  if (t >= 1) flight = null;
+  markDirty();
+}
+
+// ---- selection ------------------------------------------------------------
+
+function select(id, { frame = true } = {}) {
+  state.selected = id !== null && state.meta.has(id) ? id : null;
+  hook.selected = state.selected;
+  $('wind-scope-selected').disabled = state.selected === null;
+  if (state.selected === null && windScope() === 'selected') {
+    document.querySelector('input[name="wind-scope"][value="global"]').checked = true;
+  }
+  for (const li of $('instances').children) {
+    const on = Number(li.dataset.instance) === state.selected;
+    li.classList.toggle('selected', on);
+    li.setAttribute('aria-selected', String(on));
+  }
+  if (frame && state.selected !== null) frameSelected();
+  showWind();
+  renderSelection();
+  markDirty();
+}
+
+const raycaster = new THREE.Raycaster();
+let downAt = null;
+canvas.addEventListener('pointerdown', (e) => { downAt = [e.clientX, e.clientY]; });
+canvas.addEventListener('pointerup', (e) => {
+  if (!downAt || e.button !== 0) return;
+  const moved = Math.hypot(e.clientX - downAt[0], e.clientY - downAt[1]);
+  downAt = null;
+  if (moved > 4) return;
+  const r = canvas.getBoundingClientRect();
+  const ndc = new THREE.Vector2(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
+  raycaster.setFromCamera(ndc, camera);
+  const targets = [];
+  for (const v of state.views.values()) {
+    if (v.mesh) {
+      v.mesh.geometry.computeBoundingSphere();
+      targets.push(v.mesh);
+    }
+  }
+  const hit = raycaster.intersectObjects(targets, false)[0];
+  select(hit ? hit.object.userData.instance : null, { frame: false });
+});
+
+// ---- WebSocket to the viewer server -------------------------------------------
+
+let ws = null;
+
+function connect() {
+  ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`);
+  ws.binaryType = 'arraybuffer';
+  ws.onopen = () => {
+    state.wsOpen = hook.wsOpen = true;
+    showConnection();
+  };
+  ws.onclose = () => {
+    state.wsOpen = hook.wsOpen = false;
+    state.connected = hook.connected = false;
+    showConnection();
+    setTimeout(connect, 1000);
+  };
+  ws.onmessage = (ev) => {
+    if (typeof ev.data === 'string') onJson(JSON.parse(ev.data));
+    else onFrame(ev.data);
+  };
+}
+
+function send(obj) {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(obj));
+  else showError('viewer server: not connected');
+}
+
+function onFrame(buf) {
+  let h;
+  try {
+    h = decodeHeader(buf);
+  } catch (err) {
+    hook.decodeErrors++;
+    console.warn(err.message);
+    return;
+  }
+  const now = performance.now();
+  state.incoming.set(h.instance, buf);
+  state.lastFrame.set(h.instance, { frame: h.frame, time: h.time, t: now });
+  let a = state.arrivals.get(h.instance);
+  if (!a) state.arrivals.set(h.instance, (a = []));
+  a.push({ t: now, frame: h.frame });
+  while (a.length > 2 && now - a[0].t > STATS_WINDOW_MS) a.shift();
+  hook.frames[h.instance] = h.frame;
+  markDirty();
+}
+
+function onJson(msg) {
+  switch (msg.type) {
+    case 'hello':
+      state.clothd = msg.clothd;
+      state.quantize = msg.quantize;
+      setConnected(msg.connected, msg);
+      setDebug(msg.debug);
+      setGlobalWind(msg.globalWind);
+      syncInstances(msg.instances ?? []);
+      break;
+    case 'connection':
+      setConnected(msg.connected, msg);
+      break;
+    case 'instances':
+      syncInstances(msg.instances);
+      break;
+    case 'debug':
+      setDebug(msg.enabled);
+      break;
+    case 'wind':
+      setGlobalWind(msg.globalWind);
+      break;
+    case 'error':
+      showError(msg.message);
+      break;
+    default:
+      break;
+  }
+}
+
+function setConnected(on, info = {}) {
+  state.connected = hook.connected = !!on;
+  if (info.version) state.version = info.version;
+  showConnection();
+}
+
+function setDebug(on) {
+  state.debug = hook.debug = !!on;
+  $('debug-toggle').checked = state.debug;
+  $('badge-debug').hidden = !state.debug;
+  axes.visible = state.debug;
+  for (const v of state.views.values()) v.applyDebug();
+  markDirty();
+}
+
+function setGlobalWind(w) {
+  if (!Array.isArray(w)) return;
+  state.globalWind = hook.globalWind = w.map(Number);
+  if (windScope() === 'global') showWind();
+}
+
+function syncInstances(list) {
+  hook.instances = list;
+  const seen = new Set();
+  for (const m of list) {
+    seen.add(m.instance);
+    state.meta.set(m.instance, m);
+    let v = state.views.get(m.instance);
+    if (!v) state.views.set(m.instance, (v = new InstanceView(m.instance)));
+    v.setMeta(m);
+  }
+  for (const id of [...state.meta.keys()]) {
+    if (seen.has(id)) continue;
+    state.meta.delete(id);
+    state.views.get(id)?.dispose();
+    state.views.delete(id);
+    state.incoming.delete(id);
+    state.arrivals.delete(id);
+    state.lastFrame.delete(id);
+    delete hook.frames[id];
+    delete hook.rendered[id];
+  }
+  buildRows();
+  if (state.selected !== null && !state.meta.has(state.selected)) select(null);
+  renderSelection();
+  markDirty();
+}
+
+// ---- panel ----------------------------------------------------------------
+
+function showConnection() {
+  const el = $('conn');
+  let s;
+  let text;
+  if (!state.wsOpen) {
+    s = 'offline';
+    text = 'viewer server offline — retrying';
+  } else if (!state.connected) {
+    s = 'disconnected';
+    text = `disconnected from clothd ${state.clothd} — retrying`;
+  } else {
+    s = 'connected';
+    text = `connected to clothd ${state.version ?? ''} at ${state.clothd}${state.quantize ? ' · quantized' : ''}`;
+  }
+  el.dataset.state = s;
+  $('conn-text').textContent = text;
+  const banner = $('disconnected');
+  banner.hidden = s === 'connected';
+  banner.textContent = s === 'offline' ? 'Viewer server offline — retrying…' : `Disconnected from clothd ${state.clothd} — retrying…`;
+}
+
+let errorTimer = null;
+function showError(text) {
+  const el = $('error');
+  el.textContent = text;
+  el.hidden = false;
+  clearTimeout(errorTimer);
+  errorTimer = setTimeout(() => { el.hidden = true; }, 5000);
+}
+
+function buildRows() {
+  const ul = $('instances');
+  const ids = [...state.meta.keys()].sort((a, b) => (a & 0xffff) - (b & 0xffff) || a - b);
+  const existing = new Map([...ul.children].map((li) => [Number(li.dataset.instance), li]));
+  ul.replaceChildren();
+  for (const id of ids) {
+    const m = state.meta.get(id);
+    let li = existing.get(id);
+    if (!li) {
+      li = document.createElement('li');
+      li.dataset.instance = String(id);
+      li.setAttribute('role', 'option');
+      li.innerHTML = '<span class="name"><span class="swatch"></span><span class="label"></span>'
+        + '<span class="size"></span><span class="flag" hidden></span></span>'
+        + '<span class="num frame">–</span><span class="num step">–</span><span class="num fps">–</span>';
+      li.querySelector('.swatch').style.background = `#${colourOf(id).toString(16).padStart(6, '0')}`;
+      li.addEventListener('click', () => select(id));
+    }
+    li.querySelector('.label').textContent = `#${id}`;
+    li.querySelector('.size').textContent = m.width && m.height ? `${m.width}×${m.height}` : `${m.particles} p`;
+    const flag = li.querySelector('.flag');
+    flag.hidden = m.enabled !== false;
+    flag.textContent = m.unstable ? 'unstable' : 'disabled';
+    flag.classList.toggle('unstable', !!m.unstable);
+    li.classList.toggle('selected', id === state.selected);
+    ul.appendChild(li);
+  }
+  $('instance-count').textContent = String(ids.length);
+  $('no-instances').hidden = ids.length > 0;
+}
+
+// Frames per second and the observed time per step over the last second.
+function statsOf(id, now) {
+  const a = state.arrivals.get(id);
+  if (!a || a.length === 0) return null;
+  const last = a[a.length - 1];
+  if (now - last.t > IDLE_MS) return { idle: true };
+  if (a.length < 2) return null;
+  const first = a[0];
+  const span = last.t - first.t;
+  const steps = last.frame - first.frame;
+  if (span <= 0) return null;
+  return { fps: ((a.length - 1) * 1000) / span, stepMs: steps > 0 ? span / steps : null };
+}
+
+function updateRows() {
+  const now = performance.now();
+  for (const li of $('instances').children) {
+    const id = Number(li.dataset.instance);
+    const lf = state.lastFrame.get(id);
+    const s = statsOf(id, now);
+    li.querySelector('.frame').textContent = lf ? String(lf.frame) : '–';
+    li.querySelector('.step').textContent = s && !s.idle && s.stepMs !== null ? s.stepMs.toFixed(1) : '–';
+    li.querySelector('.fps').textContent = s && !s.idle ? s.fps.toFixed(0) : '–';
+    li.classList.toggle('idle', !s || !!s.idle);
+  }
+  renderSelection();
+  renderHud();
+}
+
+function fmt3(v) {
+  return v ? `[${v.map((x) => Number(x).toFixed(2)).join(', ')}]` : '–';
+}
+
+function renderSelection() {
+  const dl = $('selection');
+  const m = state.meta.get(state.selected);
+  $('no-selection').hidden = !!m;
+  if (!m) {
+    dl.replaceChildren();
+    return;
+  }
+  const lf = state.lastFrame.get(m.instance);
+  const s = statsOf(m.instance, performance.now());
+  const rows = [
+    ['instance', `${m.instance} (${m.type})`],
+    ['grid', `${m.width} × ${m.height} = ${m.particles} particles`],
+    ['constraints', String(m.constraints ?? '–')],
+    ['state', m.unstable ? 'unstable (disabled)' : m.enabled === false ? 'disabled' : 'enabled'],
+    ['frame', lf ? String(lf.frame) : '–'],
+    ['sim time', lf ? `${lf.time.toFixed(3)} s` : '–'],
+    ['step time', s && !s.idle && s.stepMs !== null ? `${s.stepMs.toFixed(2)} ms (observed)` : 'idle'],
+    ['fps', s && !s.idle ? s.fps.toFixed(1) : '–'],
+    ['pinned', m.pinned?.length ? `${m.pinned.length} particles` : 'none'],
+    ['wind', m.wind ? `${fmt3(m.wind)} (own) + global` : 'global only'],
+  ];
+  for (const c of m.colliders ?? []) {
+    const extra = c.type === 'plane' ? `n ${fmt3(c.normal)}`
+      : c.type === 'capsule' ? `r ${c.radius.toFixed(2)} h ${c.height.toFixed(2)}` : `r ${c.radius.toFixed(2)}`;
+    rows.push([`collider ${c.collider}`, `${c.type} at ${fmt3(c.position)} ${extra}`]);
+  }
+  const frag = document.createDocumentFragment();
+  for (const [k, v] of rows) {
+    const dt = document.createElement('dt');
+    dt.textContent = k;
+    const dd = document.createElement('dd');
+    dd.textContent = v;
+    frag.append(dt, dd);
+  }
+  dl.replaceChildren(frag);
+}
+
+function renderHud() {
+  const parts = [];
+  const m = state.meta.get(state.selected);
+  if (m) {
+    const lf = state.lastFrame.get(m.instance);
+    parts.push(`#${m.instance}  frame ${lf ? lf.frame : '–'}  t ${lf ? lf.time.toFixed(2) : '–'} s`);
+  }
+  parts.push(`${state.meta.size} instance${state.meta.size === 1 ? '' : 's'}`);
+  $('hud').textContent = parts.join('   ·   ');
+}
+
+// ---- controls: wind, debug, display ------------------------------------------
+
+const AXES = ['x', 'y', 'z'];
+
+function windScope() {
+  return document.querySelector('input[name="wind-scope"]:checked').value;
+}
+
+let windEditing = 0; // ms timestamp of the last local edit; server echoes don't fight the user
+function showWind() {
+  if (performance.now() - windEditing < 500) return;
+  let w = state.globalWind;
+  if (windScope() === 'selected') w = state.meta.get(state.selected)?.wind ?? [0, 0, 0];
+  AXES.forEach((a, i) => {
+    const v = Number(w[i]) || 0;
+    $(`wind-${a}`).value = String(Math.round(v * 1000) / 1000);
+    $(`wind-${a}-range`).value = String(v);
+  });
+  $('wind-note').textContent = windScope() === 'selected'
+    ? `instance ${state.selected} only (added to the global wind)` : 'every instance';
+}
+
+function currentWind() {
+  return AXES.map((a) => {
+    const v = Number($(`wind-${a}`).value);
+    return Number.isFinite(v) ? v : 0;
+  });
+}
+
+let windTimer = null;
+function sendWind() {
+  windTimer = null;
+  const msg = { type: 'wind', wind: currentWind() };
+  if (windScope() === 'selected' && state.selected !== null) msg.instance = state.selected;
+  send(msg);
+}
+function scheduleWind(immediate) {
+  windEditing = performance.now();
+  if (immediate) {
+    clearTimeout(windTimer);
+    sendWind();
+  } else if (!windTimer) {
+    windTimer = setTimeout(sendWind, 80);
+  }
+}
+
+for (const a of AXES) {
+  const range = $(`wind-${a}-range`);
+  const num = $(`wind-${a}`);
+  range.addEventListener('input', () => {
+    num.value = range.value;
+    scheduleWind(false);
+  });
+  range.addEventListener('change', () => scheduleWind(true));
+  num.addEventListener('input', () => {
+    if (num.value !== '' && Number.isFinite(Number(num.value))) range.value = num.value;
+  });
+  num.addEventListener('change', () => {
+    range.value = num.value;
+    scheduleWind(true);
+  });
+}
+$('wind-zero').addEventListener('click', () => {
+  for (const a of AXES) {
+    $(`wind-${a}`).value = '0';
+    $(`wind-${a}-range`).value = '0';
+  }
+  scheduleWind(true);
+});
+for (const r of document.querySelectorAll('input[name="wind-scope"]')) {
+  r.addEventListener('change', () => {
+    windEditing = 0;
+    showWind();
+  });
+}
+
+$('debug-toggle').addEventListener('change', (e) => {
+  const want = e.target.checked;
+  e.target.checked = state.debug; // shows clothd's flag; flips when clothd confirms
+  send({ type: 'debug', enabled: want });
+});
+$('grid-toggle').addEventListener('change', (e) => {
+  grid.visible = e.target.checked;
+  markDirty();
+});
+$('frame-selected').addEventListener('click', frameSelected);
+$('frame-all').addEventListener('click', frameAll);
+
+window.addEventListener('keydown', (e) => {
+  if (e.target instanceof HTMLInputElement && e.target.type !== 'checkbox' && e.target.type !== 'radio') return;
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const k = e.key.toLowerCase();
+  if (k === 'f') frameSelected();
+  else if (k === 'a') frameAll();
+  else if (k === 'd') send({ type: 'debug', enabled: !state.debug });
+  else if (k === 'escape') select(null);
+  else return;
+  e.preventDefault();
+});
+
+// ---- render loop -------------------------------------------------------------
+
+function loop(now) {
+  requestAnimationFrame(loop);
+  // Newest frame per instance only: frames that arrived in between are skipped.
+  let applied = false;
+  for (const [id, buf] of state.incoming) {
+    const v = state.views.get(id);
+    if (!v) continue; // metadata not here yet; the server is fetching it
+    state.incoming.delete(id);
+    try {
+      v.applyFrame(buf);
+      applied = true;
+    } catch (err) {
+      hook.decodeErrors++;
+      console.warn(err.message);
+    }
+  }
+  if (applied && !state.framedOnce) {
+    state.framedOnce = true;
+    frameAll();
+  }
+  stepFlight(now);
+  if (controls.update()) dirty = true;
+  if (!dirty) return;
+  dirty = false;
+  const sel = state.views.get(state.selected);
+  selectionBox.visible = !!sel && sel.count > 0;
+  if (selectionBox.visible) {
+    selectionBox.box.copy(sel.bounds()).expandByScalar(0.02);
+  }
+  renderer.render(scene, camera);
+  hook.renders++;
+  for (const [id, v] of state.views) if (v.frame >= 0) hook.rendered[id] = v.frame;
+}
+
+showConnection();
+setInterval(updateRows, 250);
+connect();
+requestAnimationFrame(loop);

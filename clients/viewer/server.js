@@ -1,0 +1,470 @@
+#!/usr/bin/env node
+// clothd viewer: connects to clothd over TCP, subscribes to every instance and
+// relays its binary frames unchanged to browsers over WebSocket, with JSON
+// metadata (instances, colliders, pins, debug flag, global wind) beside them.
+// Serves the page (public/) and three.js (from node_modules) over HTTP.
+//
+//   node server.js [--clothd host:port] [--port N] [--host ADDR] [--quantize]
+
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { WebSocketServer } from 'ws';
+import { ClothdConnection, parseAddress } from './lib/clothd.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PUBLIC = path.join(HERE, 'public');
+const THREE_DIR = path.dirname(path.dirname(createRequire(import.meta.url).resolve('three')));
+
+const RETRY_MS = 1000;          // reconnect to clothd this often while it is away
+const POLL_MS = 1000;           // status poll (instances created / destroyed elsewhere)
+const WS_HIGH_WATER = 1 << 20;  // a browser socket holding more than this is "slow"
+const GET_BUDGET = 100000;      // particles re-read by `get` per poll for pins/colliders
+
+const USAGE = `usage: node server.js [options]
+
+Relays clothd frames to browsers and serves the live viewer page.
+
+  --clothd HOST:PORT  clothd to connect to (default 127.0.0.1:7878)
+  --port N            HTTP/WebSocket port (default 8080; 0 = any free port)
+  --host ADDR         address to serve on (default 127.0.0.1)
+  --quantize          ask clothd for 16-bit quantized frames (fewer bytes)
+  --help              this text
+`;
+
+export function parseArgs(argv) {
+  const opts = { clothd: '127.0.0.1:7878', port: 8080, host: '127.0.0.1', quantize: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const eq = a.indexOf('=');
+    const name = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
+    const value = () => {
+      if (eq > 0 && a.startsWith('--')) return a.slice(eq + 1);
+      if (i + 1 >= argv.length) throw new Error(`${name}: needs a value`);
+      return argv[++i];
+    };
+    switch (name) {
+      case '--clothd': opts.clothd = value(); break;
+      case '--port': {
+        const v = value();
+        const p = Number(v);
+        if (!/^\d+$/.test(v) || p > 65535) throw new Error(`--port: must be an integer in [0, 65535], not "${v}"`);
+        opts.port = p;
+        break;
+      }
+      case '--host': opts.host = value(); break;
+      case '--quantize': opts.quantize = true; break;
+      case '--help': case '-h': opts.help = true; break;
+      default: throw new Error(`unknown option "${a}" (see --help)`);
+    }
+  }
+  parseAddress(opts.clothd); // fails early on a malformed address
+  return opts;
+}
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.ico': 'image/x-icon',
+};
+
+// Maps a URL path to a file under root, or null when it would leave root.
+function safeJoin(root, urlPath) {
+  let rel;
+  try {
+    rel = decodeURIComponent(urlPath);
+  } catch {
+    return null;
+  }
+  if (rel.includes('\0')) return null;
+  const full = path.resolve(root, '.' + path.posix.normalize('/' + rel));
+  return full === root || full.startsWith(root + path.sep) ? full : null;
+}
+
+function isFinite3(v) {
+  return Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'number' && Number.isFinite(x));
+}
+
+export class Viewer {
+  constructor(opts, log = (...a) => console.error(...a)) {
+    this.opts = opts;
+    this.log = log;
+    this.addr = parseAddress(opts.clothd);
+    this.conn = null;
+    this.connected = false;
+    this.version = null;
+    this.workers = null;
+    this.debug = false;
+    this.globalWind = [0, 0, 0];
+    this.meta = new Map();       // instance id -> metadata sent to browsers
+    this.latest = new Map();     // instance id -> newest frame (Buffer)
+    this.windOf = new Map();     // instance id -> wind set through this viewer
+    this.clients = new Set();    // {ws, pending: Map(instance -> frame)}
+    this.stopped = false;
+    this.pollTimer = null;
+    this.retryTimer = null;
+    this.refreshing = null;
+    this.refreshAgain = false;
+    this.lastMetaJson = '';
+  }
+
+  // ---- HTTP + WebSocket -------------------------------------------------
+
+  async listen() {
+    this.http = http.createServer((req, res) => this.#serve(req, res));
+    this.wss = new WebSocketServer({ server: this.http, path: '/ws', maxPayload: 64 * 1024 });
+    this.wss.on('connection', (ws) => this.#onBrowser(ws));
+    await new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(this.opts.port, this.opts.host, resolve);
+    });
+    const { port } = this.http.address();
+    const host = this.opts.host.includes(':') ? `[${this.opts.host}]` : this.opts.host;
+    this.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/`;
+    this.port = port;
+    this.#connectClothd();
+    return this.url;
+  }
+
+  async close() {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.pollTimer);
+    if (this.conn) this.conn.close();
+    for (const c of this.clients) c.ws.terminate();
+    await new Promise((resolve) => this.wss.close(() => resolve()));
+    await new Promise((resolve) => this.http.close(() => resolve()));
+  }
+
+  #serve(req, res) {
+    const url = new URL(req.url, 'http://x');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (url.pathname === '/api/state') {
+      const body = JSON.stringify(this.#hello());
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
+      return;
+    }
+    let file = null;
+    if (url.pathname.startsWith('/vendor/three/')) {
+      const rel = url.pathname.slice('/vendor/three/'.length);
+      // Only the module builds and the examples' modules: no package internals.
+      if (rel.startsWith('build/') || rel.startsWith('examples/jsm/')) file = safeJoin(THREE_DIR, rel);
+    } else {
+      file = safeJoin(PUBLIC, url.pathname === '/' ? 'index.html' : url.pathname);
+    }
+    const send404 = () => res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
+    if (!file) {
+      send404();
+      return;
+    }
+    fs.stat(file, (err, st) => {
+      if (err || !st.isFile()) {
+        send404();
+        return;
+      }
+      res.writeHead(200, {
+        'Content-Type': MIME[path.extname(file)] ?? 'application/octet-stream',
+        'Content-Length': st.size,
+        'Cache-Control': 'no-cache',
+      });
+      if (req.method === 'HEAD') res.end();
+      else fs.createReadStream(file).pipe(res);
+    });
+  }
+
+  #hello() {
+    return {
+      type: 'hello',
+      clothd: `${this.addr.host}:${this.addr.port}`,
+      quantize: this.opts.quantize,
+      connected: this.connected,
+      version: this.version,
+      workers: this.workers,
+      debug: this.debug,
+      globalWind: this.globalWind,
+      instances: this.#instanceList(),
+    };
+  }
+
+  #instanceList() {
+    return [...this.meta.values()].map(({ colliderCount, ...m }) => ({ ...m, wind: this.windOf.get(m.instance) ?? null }));
+  }
+
+  #onBrowser(ws) {
+    const client = { ws, pending: new Map() };
+    this.clients.add(client);
+    ws.on('close', () => this.clients.delete(client));
+    ws.on('error', () => this.clients.delete(client));
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      let msg;
+      try {
+        msg = JSON.parse(data.toString('utf8'));
+      } catch {
+        return;
+      }
+      this.#onBrowserMessage(client, msg).catch((err) => this.#sendJson(client, { type: 'error', message: err.message }));
+    });
+    this.#sendJson(client, this.#hello());
+    for (const [id, frame] of this.latest) client.pending.set(id, frame);
+    this.#pump(client);
+  }
+
+  async #onBrowserMessage(client, msg) {
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.type === 'wind') {
+      if (!isFinite3(msg.wind)) throw new Error('wind: must be an array of 3 finite numbers');
+      const fields = { wind: msg.wind };
+      if (msg.instance !== undefined && msg.instance !== null) fields.instance = msg.instance;
+      const reply = await this.#request('wind', fields);
+      if (fields.instance === undefined) {
+        this.globalWind = reply.wind;
+        this.#broadcastJson({ type: 'wind', globalWind: this.globalWind });
+      } else {
+        this.windOf.set(fields.instance, reply.wind);
+        this.#broadcastMeta(true);
+      }
+    } else if (msg.type === 'debug') {
+      if (typeof msg.enabled !== 'boolean') throw new Error('debug: "enabled" must be a boolean');
+      const reply = await this.#request('debug', { enabled: msg.enabled });
+      // clothd tells the other connections; this one's browsers learn it here.
+      this.#setDebug(reply.enabled);
+    } else if (msg.type === 'refresh') {
+      await this.refresh({ force: true });
+    }
+  }
+
+  #request(cmd, fields) {
+    if (!this.conn || !this.connected) return Promise.reject(new Error(`clothd ${this.opts.clothd}: not connected`));
+    return this.conn.request(cmd, fields);
+  }
+
+  #sendJson(client, obj) {
+    if (client.ws.readyState === client.ws.OPEN) client.ws.send(JSON.stringify(obj));
+  }
+
+  #broadcastJson(obj) {
+    const text = JSON.stringify(obj);
+    for (const c of this.clients) if (c.ws.readyState === c.ws.OPEN) c.ws.send(text);
+  }
+
+  // Sends a client its pending frames while its socket keeps up. A slow
+  // browser keeps only the newest frame per instance in `pending`.
+  #pump(client) {
+    const { ws, pending } = client;
+    while (pending.size > 0 && ws.readyState === ws.OPEN && ws.bufferedAmount < WS_HIGH_WATER) {
+      const [id, frame] = pending.entries().next().value;
+      pending.delete(id);
+      ws.send(frame, { binary: true }, () => {
+        if (pending.size > 0) this.#pump(client);
+      });
+    }
+  }
+
+  #relayFrame(frame) {
+    const id = frame.readUInt32LE(12);
+    this.latest.set(id, frame);
+    for (const c of this.clients) {
+      c.pending.delete(id); // keep insertion order fair across instances
+      c.pending.set(id, frame);
+      this.#pump(c);
+    }
+    if (!this.meta.has(id)) this.refresh().catch(() => {});
+  }
+
+  // ---- clothd side --------------------------------------------------------
+
+  #connectClothd() {
+    if (this.stopped) return;
+    ClothdConnection.connect(this.addr.host, this.addr.port)
+      .then((conn) => this.#onClothd(conn))
+      .catch(() => {
+        this.retryTimer = setTimeout(() => this.#connectClothd(), RETRY_MS);
+      });
+  }
+
+  async #onClothd(conn) {
+    if (this.stopped) {
+      conn.close();
+      return;
+    }
+    this.conn = conn;
+    conn.on('frame', (frame) => this.#relayFrame(frame));
+    conn.on('event', (ev) => {
+      if (ev.event === 'debug' && typeof ev.enabled === 'boolean') this.#setDebug(ev.enabled);
+    });
+    conn.on('close', () => {
+      if (this.conn !== conn) return;
+      this.conn = null;
+      const was = this.connected;
+      this.connected = false;
+      clearInterval(this.pollTimer);
+      if (was) {
+        this.log(`viewer: lost clothd ${this.opts.clothd}; retrying every ${RETRY_MS / 1000} s`);
+        this.#broadcastJson({ type: 'connection', connected: false, clothd: this.opts.clothd });
+      }
+      if (!this.stopped) this.retryTimer = setTimeout(() => this.#connectClothd(), RETRY_MS);
+    });
+    try {
+      const sub = { };
+      if (this.opts.quantize) sub.quantize = true;
+      await conn.request('subscribe', sub);
+      const st = await conn.request('status');
+      this.version = st.version ?? null;
+      this.workers = st.workers ?? null;
+      this.connected = true;
+      this.meta.clear();
+      this.windOf.clear();
+      this.lastMetaJson = '';
+      this.log(`viewer: connected to clothd ${this.version ?? '?'} at ${this.opts.clothd}`);
+      this.#broadcastJson({
+        type: 'connection', connected: true, clothd: this.opts.clothd, version: this.version, workers: this.workers,
+      });
+      await this.refresh({ force: true, status: st });
+      this.pollTimer = setInterval(() => this.refresh().catch(() => {}), POLL_MS);
+    } catch (err) {
+      if (this.conn === conn) conn.close();
+    }
+  }
+
+  #setDebug(enabled) {
+    if (this.debug === enabled) return;
+    this.debug = enabled;
+    this.#broadcastJson({ type: 'debug', enabled });
+  }
+
+  // Re-reads the instance list (status) and, where needed, each instance's
+  // pins and colliders (get). Concurrent calls coalesce into one more run.
+  refresh({ force = false, status = null } = {}) {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      if (force) this.refreshForce = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      try {
+        let f = force;
+        let st = status;
+        do {
+          this.refreshAgain = false;
+          await this.#refreshOnce(f, st);
+          f = this.refreshForce ?? false;
+          this.refreshForce = false;
+          st = null;
+        } while (this.refreshAgain && this.connected);
+      } finally {
+        this.refreshing = null;
+      }
+    })();
+    return this.refreshing;
+  }
+
+  async #refreshOnce(force, status) {
+    const conn = this.conn;
+    if (!conn || !this.connected) return;
+    const st = status ?? await conn.request('status');
+    if (Array.isArray(st.globalWind) && JSON.stringify(st.globalWind) !== JSON.stringify(this.globalWind)) {
+      this.globalWind = st.globalWind;
+      this.#broadcastJson({ type: 'wind', globalWind: this.globalWind });
+    }
+    if (typeof st.debug === 'boolean') this.#setDebug(st.debug);
+    const live = new Set();
+    let budget = GET_BUDGET;
+    const gets = [];
+    for (const s of st.instances ?? []) {
+      live.add(s.instance);
+      const known = this.meta.get(s.instance);
+      const changed = !known || force || known.colliderCount !== s.colliders
+        || known.enabled !== s.enabled || known.unstable !== s.unstable;
+      // Pins and collider moves show in `get` only: small instances are
+      // re-read each poll while they move, within a particle budget.
+      const cheap = known && s.particles <= budget && known.frame !== s.frame;
+      if (changed || cheap) {
+        budget -= s.particles;
+        gets.push(conn.request('get', { instance: s.instance }).then((g) => ({ s, g }), () => null));
+      } else if (known) {
+        known.frame = s.frame;
+      }
+    }
+    for (const r of await Promise.all(gets)) {
+      if (!r) continue; // destroyed between status and get
+      const { s, g } = r;
+      this.meta.set(s.instance, {
+        instance: s.instance,
+        type: g.type ?? s.type,
+        width: g.width,
+        height: g.height,
+        particles: s.particles,
+        constraints: s.constraints,
+        colliderCount: s.colliders,
+        enabled: g.enabled,
+        unstable: g.unstable,
+        frame: g.frame,
+        pinned: g.pinned ?? [],
+        colliders: (g.colliders ?? []).map((c) => ({
+          collider: c.collider, type: c.type, position: c.position, normal: c.normal, radius: c.radius, height: c.height,
+        })),
+      });
+    }
+    for (const id of [...this.meta.keys()]) {
+      if (!live.has(id)) {
+        this.meta.delete(id);
+        this.latest.delete(id);
+        this.windOf.delete(id);
+        for (const c of this.clients) c.pending.delete(id);
+      }
+    }
+    this.#broadcastMeta(false);
+  }
+
+  #broadcastMeta(always) {
+    const list = this.#instanceList();
+    // `frame` changes every poll; only the shape of the scene matters here.
+    const json = JSON.stringify(list.map(({ frame, ...rest }) => rest));
+    if (!always && json === this.lastMetaJson) return;
+    this.lastMetaJson = json;
+    this.#broadcastJson({ type: 'instances', instances: list });
+  }
+}
+
+async function main() {
+  let opts;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    console.error(`viewer: ${err.message}`);
+    process.exit(2);
+  }
+  if (opts.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const viewer = new Viewer(opts);
+  let url;
+  try {
+    url = await viewer.listen();
+  } catch (err) {
+    console.error(`viewer: cannot listen on ${opts.host}:${opts.port}: ${err.message}`);
+    process.exit(1);
+  }
+  process.stdout.write(`viewer: ${url}\n`);
+  console.error(`viewer: relaying clothd ${opts.clothd}${opts.quantize ? ' (quantized frames)' : ''}`);
+  const stop = () => {
+    viewer.close().then(() => process.exit(0), () => process.exit(0));
+    setTimeout(() => process.exit(0), 2000).unref();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

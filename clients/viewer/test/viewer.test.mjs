@@ -1,0 +1,377 @@
+// The viewer as a person uses it: the real clothd, the viewer server and
+// headless Chromium (Debian's, driven by playwright-core). A curtain in the
+// wind must show up in the panel and on the canvas, move between two
+// screenshots, follow the debug flag set from another client, and the
+// page's wind control must reach clothd. Screenshots go to build/artifacts/.
+//
+//   CLOTHD_BIN=build/clothd node --test clients/viewer/test/
+//   CHROMIUM=/usr/bin/chromium (default)   VIEWER_UPDATE_SCREENSHOT=1 refreshes screenshot.png
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { chromium } from 'playwright-core';
+import { ClothdConnection } from '../lib/clothd.js';
+import { decodeFrame } from '../public/frame.js';
+import { decodePng } from './png.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const VIEWER_DIR = path.resolve(HERE, '..');
+const ROOT = path.resolve(VIEWER_DIR, '../..');
+const CLOTHD_BIN = path.resolve(ROOT, process.env.CLOTHD_BIN ?? 'build/clothd');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(ROOT, 'build', 'artifacts');
+const W = 24;
+const H = 24;
+
+const children = new Set();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Starts a program and resolves with the first stdout line matching re.
+function startProcess(cmd, args, re, what) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => reject(new Error(`${what}: no banner within 5 s; stderr: ${stderr}`)), 5000);
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('exit', (code, sig) => {
+      children.delete(child);
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? sig}) before its banner; stderr: ${stderr}`));
+    });
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      const m = re.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        child.removeAllListeners('exit');
+        child.once('exit', () => children.delete(child));
+        resolve({ child, match: m, stderr: () => stderr });
+      }
+    });
+  });
+}
+
+function startClothd(port = 0) {
+  return startProcess(CLOTHD_BIN, ['--port', String(port), '--workers', '2'],
+    /^clothd \S+ listening on 127\.0\.0\.1:(\d+) \(\d+ workers\)$/, 'clothd')
+    .then((p) => ({ ...p, port: Number(p.match[1]) }));
+}
+
+function startViewer(clothdPort, extra = []) {
+  return startProcess(process.execPath, [path.join(VIEWER_DIR, 'server.js'), '--clothd', `127.0.0.1:${clothdPort}`, '--port', '0', ...extra],
+    /^viewer: (http:\/\/127\.0\.0\.1:(\d+)\/)$/, 'viewer server')
+    .then((p) => ({ ...p, url: p.match[1] }));
+}
+
+async function stop(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 3000);
+  await done;
+  clearTimeout(t);
+}
+
+async function waitFor(what, fn, timeoutMs = 10000, everyMs = 50) {
+  const t0 = Date.now();
+  let last;
+  for (;;) {
+    last = await fn();
+    if (last) return last;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+// Cloth-coloured pixels: the first instance's orange (#e8743b) under any
+// light: red well above green, green above blue. The background, the grid,
+// the grey-blue colliders and the red pin markers all fail it.
+function clothPixels(img) {
+  let n = 0;
+  for (let i = 0; i < img.rgba.length; i += 4) {
+    const r = img.rgba[i];
+    const g = img.rgba[i + 1];
+    const b = img.rgba[i + 2];
+    if (r > 90 && r - g > 40 && g - b > 15) n++;
+  }
+  return n;
+}
+
+function changedPixels(a, b) {
+  assert.equal(a.rgba.length, b.rgba.length);
+  let n = 0;
+  for (let i = 0; i < a.rgba.length; i += 4) {
+    const d = Math.abs(a.rgba[i] - b.rgba[i]) + Math.abs(a.rgba[i + 1] - b.rgba[i + 1]) + Math.abs(a.rgba[i + 2] - b.rgba[i + 2]);
+    if (d > 30) n++;
+  }
+  return n;
+}
+
+describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }, () => {
+  let clothd;
+  let viewer;
+  let driver;   // the test's own clothd connection (steps, creates)
+  let browser;
+  let page;
+  let cloth;
+  const pageErrors = [];
+
+  // Steps the curtain n times, paced so the page sees the motion.
+  async function step(n, pauseMs = 8) {
+    for (let i = 0; i < n; i++) {
+      await driver.request('step', { dt: 1 / 60, instances: [cloth] });
+      if (pauseMs) await sleep(pauseMs);
+    }
+    return (await driver.request('get', { instance: cloth })).frame;
+  }
+
+  const hook = () => page.evaluate(() => window.__clothd);
+
+  async function shot(name) {
+    const file = path.join(ARTIFACTS, `viewer-${name}.png`);
+    const png = await page.locator('#scene').screenshot({ path: file });
+    await page.screenshot({ path: path.join(ARTIFACTS, `viewer-${name}-page.png`) });
+    return { file, img: decodePng(png) };
+  }
+
+  async function waitRendered(frame) {
+    await waitFor(`frame ${frame} on screen`, async () => (await hook()).rendered[cloth] >= frame);
+    await sleep(100); // the render that followed is on the canvas by now
+  }
+
+  before(async () => {
+    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
+    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    clothd = await startClothd();
+    driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
+    // A curtain hanging from its top row, blown towards the camera (+z)
+    // onto a sphere in front of it, above the floor plane.
+    const c = await driver.request('create', {
+      width: W, height: H, spacing: 0.1, origin: [-1.15, 2.6, 0], right: [1, 0, 0], down: [0, -1, 0],
+    });
+    cloth = c.instance;
+    await driver.request('pin', { instance: cloth, particles: [...Array(W).keys()] });
+    await driver.request('wind', { instance: cloth, wind: [0.8, 0, 2.5] });
+    await driver.request('addCollider', { instance: cloth, type: 'sphere', position: [0.1, 1.3, 0.55], radius: 0.35 });
+    await driver.request('addCollider', { instance: cloth, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
+    viewer = await startViewer(clothd.port);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--enable-unsafe-swiftshader',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('pageerror', (err) => pageErrors.push(err.message));
+    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
+    await page.goto(viewer.url);
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => {});
+    driver?.close();
+    await stop(viewer?.child);
+    await stop(clothd?.child);
+  });
+
+  it('lists the instance in the panel, connected', async () => {
+    const row = page.locator(`#instances li[data-instance="${cloth}"]`);
+    await row.waitFor({ state: 'visible', timeout: 10000 });
+    assert.match(await row.textContent(), new RegExp(`#${cloth}\\s*${W}×${H}`));
+    await waitFor('connected state', async () => (await page.locator('#conn').getAttribute('data-state')) === 'connected');
+    const h = await hook();
+    assert.equal(h.connected, true);
+    const meta = h.instances.find((m) => m.instance === cloth);
+    assert.equal(meta.width, W);
+    assert.equal(meta.pinned.length, W);
+    assert.deepEqual(meta.colliders.map((c) => c.type), ['sphere', 'plane']);
+  });
+
+  it('advances the frame counter as clothd steps', async () => {
+    await waitFor('the first frame', async () => (await hook()).frames[cloth] !== undefined);
+    const before0 = (await hook()).frames[cloth];
+    const now = await step(20);
+    await waitFor(`frame ${now} in the page`, async () => (await hook()).frames[cloth] === now);
+    assert.ok(now >= before0 + 20);
+    // The panel shows the frame number and, while frames come, fps and step time.
+    const row = page.locator(`#instances li[data-instance="${cloth}"]`);
+    await waitFor('frame number in the panel', async () => (await row.locator('.frame').textContent()) === String(now));
+  });
+
+  it('shows stats while frames flow', async () => {
+    const row = page.locator(`#instances li[data-instance="${cloth}"]`);
+    const stepping = step(40, 15);
+    await waitFor('fps and step time in the panel', async () => {
+      const fps = Number(await row.locator('.fps').textContent());
+      const ms = Number(await row.locator('.step').textContent());
+      return fps > 0 && ms > 0;
+    });
+    await stepping;
+  });
+
+  let first;
+  it('draws the cloth on the canvas', async () => {
+    const frame = (await hook()).frames[cloth];
+    await waitRendered(frame);
+    first = await shot('1');
+    const n = clothPixels(first.img);
+    const total = first.img.width * first.img.height;
+    assert.ok(n > total * 0.02, `cloth-coloured pixels: ${n} of ${total}`);
+  });
+
+  it('moves the cloth between two screenshots', async () => {
+    const frame = await step(45);
+    await waitRendered(frame);
+    const second = await shot('2');
+    assert.ok(clothPixels(second.img) > 0);
+    const changed = changedPixels(first.img, second.img);
+    assert.ok(changed > 2000, `pixels changed between frames: ${changed}`);
+  });
+
+  it('selects an instance from the list', async () => {
+    await page.locator(`#instances li[data-instance="${cloth}"]`).click();
+    await waitFor('selection', async () => (await hook()).selected === cloth);
+    assert.match(await page.locator(`#instances li[data-instance="${cloth}"]`).getAttribute('class'), /selected/);
+    const details = await page.locator('#selection').textContent();
+    assert.match(details, /24 particles/);
+    assert.match(details, /sphere/);
+    assert.match(details, /plane/);
+    // The camera flies to the selection; the README's picture is this view.
+    await sleep(600);
+    await shot('selected');
+    const readme = path.join(VIEWER_DIR, 'screenshot.png');
+    if (!fs.existsSync(readme) || process.env.VIEWER_UPDATE_SCREENSHOT === '1') {
+      fs.copyFileSync(path.join(ARTIFACTS, 'viewer-selected-page.png'), readme);
+    }
+  });
+
+  it('follows the debug flag set by another client', async () => {
+    const other = await ClothdConnection.connect('127.0.0.1', clothd.port);
+    try {
+      await other.request('debug', { enabled: true });
+      await waitFor('debug on in the page', async () => (await hook()).debug === true);
+      assert.equal(await page.locator('#debug-toggle').isChecked(), true);
+      await sleep(300);
+      await shot('debug');
+      await other.request('debug', { enabled: false });
+      await waitFor('debug off in the page', async () => (await hook()).debug === false);
+    } finally {
+      other.close();
+    }
+  });
+
+  it('toggles debug from the page for every client', async () => {
+    await page.locator('#debug-toggle').click();
+    await waitFor('clothd debug on', async () => (await driver.request('status')).debug === true);
+    await waitFor('page debug on', async () => (await hook()).debug === true);
+    await page.keyboard.press('d');
+    await waitFor('clothd debug off', async () => (await driver.request('status')).debug === false);
+  });
+
+  it('sets the global wind from the page', async () => {
+    await page.locator('input[name="wind-scope"][value="global"]').check();
+    await page.locator('#wind-x').fill('3.5');
+    await page.locator('#wind-x').press('Enter');
+    await page.locator('#wind-z').fill('-1.25');
+    await page.locator('#wind-z').press('Enter');
+    const st = await waitFor('globalWind [3.5, 0, -1.25]', async () => {
+      const s = await driver.request('status');
+      return s.globalWind[0] === 3.5 && s.globalWind[2] === -1.25 ? s : null;
+    });
+    assert.deepEqual(st.globalWind, [3.5, 0, -1.25]);
+    await waitFor('page shows the wind', async () => (await hook()).globalWind[0] === 3.5);
+    // Back to calm, with the button.
+    await page.locator('#wind-zero').click();
+    await waitFor('calm', async () => (await driver.request('status')).globalWind.every((v) => v === 0));
+  });
+
+  it('keeps only the newest frame per instance for a slow browser', async () => {
+    // A raw WebSocket client that stops reading: the relay must skip frames
+    // for it, not queue them, and still deliver the newest in the end. The
+    // page steps aside meanwhile (drawing the big cloth in software GL
+    // would only slow the machine down) and comes back afterwards.
+    await page.goto('about:blank');
+    const big = (await driver.request('create', { width: 100, height: 100, spacing: 0.02, origin: [3, 3, 0] })).instance;
+    const ws = new WebSocket(viewer.url.replace('http', 'ws') + 'ws');
+    const frames = [];
+    ws.on('message', (data, isBinary) => {
+      if (isBinary && data.readUInt32LE(12) === big) frames.push(data.readUInt32LE(16));
+    });
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    await waitFor('the big instance relayed', () => frames.length > 0);
+    ws._socket.pause();
+    const steps = 150;
+    for (let i = 0; i < steps; i++) await driver.request('step', { instances: [big] });
+    const last = (await driver.request('get', { instance: big })).frame;
+    const before1 = frames.length;
+    ws._socket.resume();
+    await waitFor(`frame ${last} after resuming`, () => frames.at(-1) === last, 10000);
+    const got = frames.length - before1;
+    ws.close();
+    for (let i = 1; i < frames.length; i++) assert.ok(frames[i] > frames[i - 1], 'frames in order');
+    assert.ok(got < steps * 0.75, `a paused browser got ${got} of ${steps} frames: older ones must be dropped`);
+    await driver.request('destroy', { instance: big });
+    await waitFor('destroyed instance gone from the relay', async () => {
+      const st = await (await fetch(new URL('/api/state', viewer.url))).json();
+      return !st.instances.some((m) => m.instance === big);
+    });
+    await page.goto(viewer.url);
+    await waitFor('the page back with the curtain only', async () => {
+      const h = await hook();
+      return h.connected && h.instances.length === 1 && h.frames[cloth] !== undefined;
+    });
+  });
+
+  it('relays frames that decode to the instance state, quantized on request', async () => {
+    const q = await startViewer(clothd.port, ['--quantize']);
+    try {
+      const ws = new WebSocket(q.url.replace('http', 'ws') + 'ws');
+      const frame = await new Promise((resolve, reject) => {
+        ws.on('message', (data, isBinary) => { if (isBinary && data.readUInt32LE(12) === cloth) resolve(data); });
+        ws.once('error', reject);
+      });
+      ws.close();
+      const got = decodeFrame(frame);
+      const state = await driver.request('get', { instance: cloth });
+      assert.equal(got.frame, state.frame);
+      const tol = got.quantized ? Math.max(...[0, 1, 2].map((a) => (got.bboxMax[a] - got.bboxMin[a]) / 65535 / 2)) + 1e-6 : 0;
+      state.positions.forEach((p, i) => assert.ok(Math.abs(got.positions[i] - Math.fround(p)) <= tol, `position ${i}`));
+    } finally {
+      await stop(q.child);
+    }
+  });
+
+  it('shows "disconnected" while clothd is away and reconnects', async () => {
+    const port = clothd.port;
+    driver.close();
+    await stop(clothd.child);
+    await waitFor('disconnected state', async () => (await page.locator('#conn').getAttribute('data-state')) === 'disconnected');
+    assert.match(await page.locator('#conn-text').textContent(), /disconnected/);
+    assert.equal((await hook()).connected, false);
+    await shot('disconnected');
+    clothd = await startClothd(port);
+    driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
+    await waitFor('reconnected', async () => (await hook()).connected === true, 5000);
+    // The old curtain is gone with the old server: the list follows.
+    await waitFor('empty instance list', async () => (await hook()).instances.length === 0, 5000);
+  });
+
+  it('raised no page errors', () => {
+    assert.deepEqual(pageErrors, []);
+  });
+});
