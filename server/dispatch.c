@@ -516,6 +516,11 @@ static void cmd_get(cd_conn *conn, const cd_request *req)
     cJSON_AddBoolToObject(reply, "enabled", info.enabled);
     cJSON_AddBoolToObject(reply, "unstable", info.unstable);
     cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
+    const cd_cloth_def def = cd_instance_def(inst);
+    cJSON_AddStringToObject(reply, "windModel",
+                            def.wind_model == CD_WIND_AERO ? "aero" : "constant");
+    add_vec3(reply, "wind", cd_instance_wind(inst));
+    add_vec3(reply, "gravity", def.gravity);
     if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
         cJSON_Delete(reply);
         reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");

@@ -62,6 +62,11 @@ cd_status cd_instance_set_wind(cd_instance *inst, cd_vec3 wind)
     return CD_OK;
 }
 
+cd_vec3 cd_instance_wind(const cd_instance *inst)
+{
+    return inst->wind;
+}
+
 cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity)
 {
     if (!cd_vec3_is_valid(gravity))

@@ -268,6 +268,7 @@ cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def);
 cd_cloth_def cd_instance_def(const cd_instance *inst);
 
 cd_status cd_instance_set_wind(cd_instance *inst, cd_vec3 wind);
+cd_vec3 cd_instance_wind(const cd_instance *inst); /* its own, without the global */
 cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity);
 void cd_instance_set_enabled(cd_instance *inst, bool enabled);
 bool cd_instance_enabled(const cd_instance *inst);
