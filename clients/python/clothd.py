@@ -1,13 +1,19 @@
-"""clothd — a stdlib-only Python client for the clothd cloth-simulation server.
+"""clothd — the Python client of the clothd cloth-simulation server.
+
+One module, standard library only; numpy is optional (``Frame.array`` and
+``InstanceState.array`` need it). Install with ``pip install ./clients/python``
+(works offline) or put ``clients/python`` on ``sys.path``.
 
 The server speaks two kinds of message over one TCP connection:
 
 * JSON lines: requests go client -> server, replies come back in request
   order, each one JSON object terminated by ``'\\n'`` (always starting with
-  ``'{'``);
+  ``'{'``); events (``{"event": ...}``) are JSON lines without ``"ok"``;
 * binary frames: after ``subscribe`` the server streams the positions of the
   subscribed instances, each message a 40-byte little-endian header starting
-  with byte ``0x89`` followed by ``3 * count`` float32 positions.
+  with byte ``0x89`` followed by ``3 * count`` float32 positions, or (flag
+  bit 0, ``subscribe(..., quantize=True)``) a bounding box and ``3 * count``
+  uint16 values.
 
 The reader tells them apart by their first byte. While a request waits for
 its reply, frames that arrive meanwhile are kept in a bounded queue (the
@@ -25,8 +31,18 @@ Example::
         state = c.get(cloth)
         print(state.frame, state.positions[-1])
 
+For a viewer, :class:`Subscriber` opens its own connection and receives
+frames in a loop or on a background thread, reconnecting when the server
+goes away for a moment.
+
 Errors from the server raise :class:`ClothdError` with the wire's stable
 ``code`` (``invalid_argument``, ``not_found``, ...) and its ``message``.
+
+Names: every keyword argument is the PROTOCOL.md field in snake_case
+(``bendStiffness`` -> ``bend_stiffness``, ``solverIterations`` ->
+``solver_iterations``); :meth:`Client.request` turns snake_case into
+camelCase for any command, so fields this module does not know yet can be
+sent too.
 """
 
 from __future__ import annotations
@@ -37,36 +53,64 @@ import select
 import socket
 import struct
 import sys
+import threading
+import time as _time
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
+
+try:  # optional: Frame.array / InstanceState.array
+    import numpy as _np
+except ImportError:  # pragma: no cover - depends on the environment
+    _np = None
+
+__version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "Subscriber",
     "ClothdError",
     "ProtocolError",
     "ConnectionClosed",
     "Frame",
     "InstanceState",
     "decode_frame",
+    "ERROR_CODES",
     "FRAME_MAGIC",
     "FRAME_HEADER",
     "FRAME_HEADER_SIZE",
     "FRAME_VERSION",
+    "FRAME_FLAG_QUANTIZED",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "__version__",
 ]
 
 Vec3 = Tuple[float, float, float]
 VecLike = Sequence[float]
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7878
+
+#: The wire's stable error codes (PROTOCOL.md, Errors).
+ERROR_CODES = ("parse_error", "unknown_command", "invalid_argument", "not_found",
+               "limit_exceeded", "line_too_long", "internal")
+
 #: First four bytes of every frame.
 FRAME_MAGIC = b"\x89CLF"
 #: Frame format version this client understands.
 FRAME_VERSION = 1
+#: Flags bit 0: the payload is quantized (bounding box + uint16 per axis).
+FRAME_FLAG_QUANTIZED = 0x0001
 #: magic, version, flags, total length, instance, frame, time, count, reserved.
 FRAME_HEADER = struct.Struct("<4sHHIIQdII")
 FRAME_HEADER_SIZE = FRAME_HEADER.size  # 40
 assert FRAME_HEADER_SIZE == 40
+#: A quantized payload starts with the bounding box: min x, y, z, max x, y, z.
+_QUANT_BOX = struct.Struct("<6f")
+_QUANT_STEPS = 65535.0
 
 #: Default number of frames kept while waiting for a reply (newest kept).
 DEFAULT_FRAME_BACKLOG = 1024
@@ -80,9 +124,9 @@ _RECV_CHUNK = 1 << 16
 class ClothdError(Exception):
     """An error reply from the server (``{"ok":false,"error":{...}}``).
 
-    ``code`` is one of the wire's stable codes: ``parse_error``,
-    ``unknown_command``, ``invalid_argument``, ``not_found``,
-    ``limit_exceeded``, ``line_too_long``, ``internal``.
+    ``code`` is one of the wire's stable codes (:data:`ERROR_CODES`):
+    ``parse_error``, ``unknown_command``, ``invalid_argument``,
+    ``not_found``, ``limit_exceeded``, ``line_too_long``, ``internal``.
     ``message`` names the offending field first (``"width: must be ..."``).
     ``reply`` is the whole decoded reply, when there was one.
     """
@@ -102,30 +146,90 @@ class ProtocolError(ClothdError):
 
 
 class ConnectionClosed(ConnectionError):
-    """The server closed the connection."""
+    """The server closed the connection (or it broke).
+
+    ``reconnected`` is true when a client with ``reconnect=True`` has
+    already connected again (and re-subscribed): the request that was in
+    flight may or may not have run on the server, and it was not resent;
+    the next call works on the new connection.
+    """
+
+    def __init__(self, message: str = "clothd closed the connection", *, reconnected: bool = False):
+        super().__init__(message)
+        self.reconnected = reconnected
+
+
+def _need_numpy(what: str) -> Any:
+    if _np is None:
+        raise ImportError(f"{what} needs numpy, which is not installed (pip install numpy, or "
+                          f"install this package with the [numpy] extra); .flat and .positions "
+                          f"work without it")
+    return _np
 
 
 # ---- frames -----------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)
 class Frame:
     """One decoded binary frame: the state of one instance after a step.
 
-    ``flat`` holds the ``3 * count`` float32 coordinates (x0, y0, z0, x1, ...)
-    exactly as sent; ``positions`` is the same data as (x, y, z) tuples.
-    ``payload`` is the raw little-endian float32 bytes, handy for bit-exact
-    comparisons.
+    The same API for plain and quantized frames:
+
+    * ``flat``: the ``3 * count`` coordinates (x0, y0, z0, x1, ...) as an
+      ``array('f')`` (float32; for a quantized frame, the decoded values);
+    * ``positions``: the same as a list of (x, y, z) tuples;
+    * ``array``: an (N, 3) float32 numpy array; for a plain frame a
+      read-only view on ``payload`` without a copy (needs numpy).
+
+    ``payload`` is the raw bytes after the 40-byte header, as sent
+    (little-endian float32, or for a quantized frame the bounding box and
+    uint16 values). ``quantized`` tells which; ``bbox_min``/``bbox_max``
+    hold a quantized frame's bounding box (None for a plain one).
+    Frames compare equal when their header fields and payload do.
     """
 
     instance: int
     frame: int
     time: float
     count: int
-    flat: array
     payload: bytes = field(repr=False)
     version: int = FRAME_VERSION
     flags: int = 0
+    bbox_min: Optional[Vec3] = None
+    bbox_max: Optional[Vec3] = None
+
+    @property
+    def quantized(self) -> bool:
+        """True for a quantized frame (flags bit 0)."""
+        return bool(self.flags & FRAME_FLAG_QUANTIZED)
+
+    @property
+    def size(self) -> int:
+        """The frame's size on the wire in bytes, header included."""
+        return FRAME_HEADER_SIZE + len(self.payload)
+
+    @cached_property
+    def flat(self) -> array:
+        """The coordinates as float32 ``array('f')`` (computed once)."""
+        if not self.quantized:
+            out = array("f")
+            out.frombytes(self.payload)
+            if sys.byteorder != "little":
+                out.byteswap()
+            return out
+        q = array("H")
+        q.frombytes(self.payload[_QUANT_BOX.size:])
+        if sys.byteorder != "little":
+            q.byteswap()
+        assert self.bbox_min is not None and self.bbox_max is not None
+        values = [0.0] * len(q)
+        for k in range(3):
+            lo = self.bbox_min[k]
+            span = self.bbox_max[k] - lo
+            # PROTOCOL.md: p = min + (q / 65535) * (max - min), in float64.
+            values[k::3] = [lo + (v / _QUANT_STEPS) * span for v in q[k::3]]
+        return array("f", values)  # rounded to float32
 
     @cached_property
     def positions(self) -> List[Vec3]:
@@ -133,13 +237,46 @@ class Frame:
         f = self.flat
         return [(f[i], f[i + 1], f[i + 2]) for i in range(0, len(f), 3)]
 
+    @cached_property
+    def array(self) -> Any:
+        """The positions as an (N, 3) float32 numpy array.
 
-def decode_frame(buf: bytes) -> Frame:
-    """Decodes one complete frame (header + payload).
+        A plain frame gives a read-only view on ``payload`` (no copy); a
+        quantized one is decoded in float64 and rounded to float32, as
+        PROTOCOL.md says. Raises ImportError when numpy is missing.
+        """
+        np = _need_numpy("Frame.array")
+        if not self.quantized:
+            return np.frombuffer(self.payload, dtype="<f4").reshape(self.count, 3)
+        q = np.frombuffer(self.payload, dtype="<u2", offset=_QUANT_BOX.size).reshape(self.count, 3)
+        lo = np.array(self.bbox_min, dtype=np.float64)
+        span = np.array(self.bbox_max, dtype=np.float64) - lo
+        out = (lo + (q / _QUANT_STEPS) * span).astype(np.float32)
+        out.flags.writeable = False
+        return out
 
-    Raises :class:`ProtocolError` when the magic, the version or the length
-    is wrong (the header's total length must equal ``len(buf)`` and
-    ``40 + 12 * count``).
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Frame):
+            return NotImplemented
+        return (self.instance, self.frame, self.time, self.count, self.flags, self.payload) == \
+            (other.instance, other.frame, other.time, other.count, other.flags, other.payload)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _expected_length(flags: int, count: int) -> int:
+    if flags & FRAME_FLAG_QUANTIZED:
+        return FRAME_HEADER_SIZE + _QUANT_BOX.size + 6 * count
+    return FRAME_HEADER_SIZE + 12 * count
+
+
+def decode_frame(buf: Union[bytes, bytearray, memoryview]) -> Frame:
+    """Decodes one complete frame (header + payload), plain or quantized.
+
+    Raises :class:`ProtocolError` when the magic, the version, the flags
+    (only bit 0 is known) or the length is wrong (the header's total length
+    must equal ``len(buf)`` and ``40 + 12 * count``, or ``64 + 6 * count``
+    for a quantized frame).
     """
     if len(buf) < FRAME_HEADER_SIZE:
         raise ProtocolError(f"frame: {len(buf)} bytes is shorter than the {FRAME_HEADER_SIZE}-byte header")
@@ -148,17 +285,19 @@ def decode_frame(buf: bytes) -> Frame:
         raise ProtocolError(f"frame: bad magic {magic!r}")
     if version != FRAME_VERSION:
         raise ProtocolError(f"frame: unsupported version {version}")
+    if flags & ~FRAME_FLAG_QUANTIZED:
+        raise ProtocolError(f"frame: unknown flags 0x{flags & ~FRAME_FLAG_QUANTIZED:04x}")
     if length != len(buf):
         raise ProtocolError(f"frame: header says {length} bytes, got {len(buf)}")
-    if length != FRAME_HEADER_SIZE + 12 * count:
+    if length != _expected_length(flags, count):
         raise ProtocolError(f"frame: length {length} does not match {count} particles")
     payload = bytes(buf[FRAME_HEADER_SIZE:])
-    flat = array("f")
-    flat.frombytes(payload)
-    if sys.byteorder != "little":
-        flat.byteswap()
-    return Frame(instance=instance, frame=frame, time=time, count=count, flat=flat,
-                 payload=payload, version=version, flags=flags)
+    bbox_min = bbox_max = None
+    if flags & FRAME_FLAG_QUANTIZED:
+        box = _QUANT_BOX.unpack_from(payload, 0)
+        bbox_min, bbox_max = box[:3], box[3:]
+    return Frame(instance=instance, frame=frame, time=time, count=count, payload=payload,
+                 version=version, flags=flags, bbox_min=bbox_min, bbox_max=bbox_max)
 
 
 # ---- get ----------------------------------------------------------------------
@@ -166,7 +305,14 @@ def decode_frame(buf: bytes) -> Frame:
 
 @dataclass
 class InstanceState:
-    """The reply of ``get``: one instance's full state."""
+    """The reply of ``get``: one instance's full state (``type`` "cloth" or
+    "softbody"; a soft body's ``width`` is its particle count, ``height`` 1).
+
+    ``positions`` are (x, y, z) tuples of the server's float32 values (as
+    printed with 9 digits); ``flat`` the same as ``array('f')``;
+    ``colliders`` the reply's collider list (dicts with ``collider``,
+    ``type``, ``position``, ``normal``, ``radius``, ``height``).
+    """
 
     instance: int
     type: str
@@ -178,8 +324,41 @@ class InstanceState:
     unstable: bool
     positions: List[Vec3]
     pinned: List[int]
+    colliders: List[Dict[str, Any]]
     flat: array = field(repr=False)
     reply: Dict[str, Any] = field(repr=False)
+
+    @property
+    def count(self) -> int:
+        """Number of particles."""
+        return len(self.flat) // 3
+
+    @property
+    def sleeping(self) -> bool:
+        """True while the instance sleeps (at rest: steps move nothing)."""
+        return bool(self.reply.get("sleeping", False))
+
+    @property
+    def wind(self) -> Optional[List[float]]:
+        """The instance's own wind (the global wind comes on top)."""
+        return self.reply.get("wind")
+
+    @property
+    def gravity(self) -> Optional[List[float]]:
+        """The instance's gravity."""
+        return self.reply.get("gravity")
+
+    @property
+    def wind_model(self) -> Optional[str]:
+        """"aero" (wind is an air velocity) or "constant"."""
+        return self.reply.get("windModel")
+
+    @property
+    def array(self) -> Any:
+        """The positions as an (N, 3) float32 numpy array: a view on
+        ``flat`` without a copy. Raises ImportError without numpy."""
+        np = _need_numpy("InstanceState.array")
+        return np.frombuffer(self.flat, dtype=np.float32).reshape(-1, 3)
 
     @classmethod
     def from_reply(cls, reply: Dict[str, Any]) -> "InstanceState":
@@ -198,6 +377,7 @@ class InstanceState:
             unstable=reply.get("unstable"),
             positions=positions,
             pinned=list(reply.get("pinned") or []),
+            colliders=list(reply.get("colliders") or []),
             flat=flat,
             reply=reply,
         )
@@ -225,24 +405,52 @@ def _vec(v: Optional[VecLike]) -> Optional[List[float]]:
     return None if v is None else [float(x) for x in v]
 
 
+def _ids(v: Optional[Sequence[int]]) -> Optional[List[int]]:
+    return None if v is None else [int(x) for x in v]
+
+
 Message = Union[Dict[str, Any], Frame]
+
+# The subscription key of "every instance".
+_ALL = None
 
 
 class Client:
-    """A connection to one clothd server.
+    """A connection to one clothd server (not thread-safe: one thread per
+    client; use a :class:`Subscriber` for frames on another thread).
 
     ``timeout`` bounds every blocking socket operation (seconds; ``None``
     blocks forever). ``rcvbuf``, when given, sets ``SO_RCVBUF`` before
     connecting (tests use a tiny one to play a slow subscriber).
     ``frame_backlog`` bounds the frames kept while waiting for replies.
+
+    ``reconnect=True``: when the connection drops, the client connects
+    again (retrying for up to ``reconnect_timeout`` seconds) and renews
+    its subscriptions with the same options. A request that could not be
+    sent is sent on the new connection; one whose reply was lost raises
+    :class:`ConnectionClosed` with ``reconnected=True`` (it may or may not
+    have run, so it is not resent). Frame calls just continue: after the
+    re-subscription the server sends each instance's current frame.
+    Instances live in the server, not in the connection: their ids stay
+    valid across a reconnect (unless the server itself restarted; then
+    a renewed subscription to a lost id is dropped and reported in
+    ``events`` as ``{"event": "resubscribe_failed", ...}``).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 7878, timeout: Optional[float] = 10.0,
-                 *, rcvbuf: Optional[int] = None, frame_backlog: int = DEFAULT_FRAME_BACKLOG):
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 timeout: Optional[float] = 10.0, *, rcvbuf: Optional[int] = None,
+                 frame_backlog: int = DEFAULT_FRAME_BACKLOG, reconnect: bool = False,
+                 reconnect_timeout: float = 10.0):
         self.host = host
         self.port = port
         self.timeout = timeout
         self.rcvbuf = rcvbuf
+        self.auto_reconnect = reconnect
+        self.reconnect_timeout = reconnect_timeout
+        #: How many times the connection was re-established.
+        self.reconnects = 0
+        #: The raw bytes of the last JSON line received (reply or event).
+        self.last_line: bytes = b""
         self._sock: Optional[socket.socket] = None
         self._buf = bytearray()
         self._next_id = 1
@@ -250,6 +458,12 @@ class Client:
         # Server events ({"event": ...}, e.g. the debug overlay toggled).
         self.events: Deque[Dict[str, Any]] = collections.deque(maxlen=256)
         self._replies: Deque[Dict[str, Any]] = collections.deque()
+        # instance id (or _ALL) -> subscribe options, to renew them.
+        self._subs: Dict[Optional[int], Dict[str, Any]] = {}
+
+    def __repr__(self) -> str:
+        state = "connected" if self._sock is not None else "closed"
+        return f"<clothd.Client {self.host}:{self.port} {state}>"
 
     # -- connection ---------------------------------------------------------
 
@@ -271,13 +485,53 @@ class Client:
         return self
 
     def close(self) -> None:
-        """Closes the connection; safe to call twice."""
+        """Closes the connection; safe to call twice. Subscriptions are
+        forgotten by the server (and by :meth:`reconnect`)."""
+        self._drop()
+        self._subs.clear()
+
+    def _drop(self) -> None:
         if self._sock is not None:
             try:
                 self._sock.close()
             finally:
                 self._sock = None
-                self._buf.clear()
+        self._buf.clear()
+        self._replies.clear()
+
+    def reconnect(self) -> "Client":
+        """Closes the connection, connects again and renews the
+        subscriptions (with their options).
+
+        Retries for up to ``reconnect_timeout`` seconds (the server may be
+        restarting); raises the last connection error after that. Queued
+        frames are kept.
+        """
+        self._drop()
+        deadline = _time.monotonic() + self.reconnect_timeout
+        delay = 0.05
+        while True:
+            try:
+                self.connect()
+                break
+            except OSError:
+                if _time.monotonic() + delay > deadline:
+                    raise
+                _time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        self.reconnects += 1
+        subs, self._subs = self._subs, {}
+        for key, options in subs.items():
+            try:
+                if key is _ALL:
+                    self._request_once("subscribe", **options)
+                else:
+                    self._request_once("subscribe", instance=key, **options)
+                self._subs[key] = options
+            except ClothdError as e:
+                self.events.append({"event": "resubscribe_failed", "instance": key,
+                                    "error": {"code": e.code, "message": e.message}})
+        return self
 
     def __enter__(self) -> "Client":
         return self.connect()
@@ -286,12 +540,23 @@ class Client:
         self.close()
 
     @property
+    def connected(self) -> bool:
+        """True while a connection is open (it may still turn out broken)."""
+        return self._sock is not None
+
+    @property
     def sock(self) -> socket.socket:
         """The underlying socket (connects first if needed)."""
         if self._sock is None:
             self.connect()
         assert self._sock is not None
         return self._sock
+
+    @property
+    def subscriptions(self) -> Dict[Optional[int], Dict[str, Any]]:
+        """What this client subscribed to: instance id (None for "all") ->
+        its options (``quantize``, ``every`` as sent). A copy."""
+        return {k: dict(v) for k, v in self._subs.items()}
 
     # -- raw I/O ------------------------------------------------------------
 
@@ -347,6 +612,7 @@ class Client:
         first = self._buf[0]
         if first == ord("{"):
             line = self._take_line()
+            self.last_line = line
             try:
                 obj = _loads(line)
             except ValueError as e:
@@ -383,19 +649,16 @@ class Client:
 
     # -- requests -----------------------------------------------------------
 
-    def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
-        """Sends ``{"id": n, "cmd": cmd, ...fields}`` and returns the reply.
-
-        snake_case field names become camelCase; ``None`` values are left
-        out. Raises :class:`ClothdError` on an error reply.
-        """
+    def _message(self, cmd: str, fields: Dict[str, Any]) -> Tuple[int, bytes]:
         rid = self._next_id
         self._next_id += 1
         msg: Dict[str, Any] = {"id": rid, "cmd": cmd}
         for key, value in fields.items():
             if value is not None:
                 msg[_camel(key)] = value
-        reply = self.exchange(msg)
+        return rid, json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+    def _check(self, rid: int, reply: Dict[str, Any]) -> Dict[str, Any]:
         if reply.get("id") != rid:
             raise ProtocolError(f"reply: expected id {rid}, got {reply.get('id')!r}: {reply!r}")
         if reply.get("ok") is not True:
@@ -403,45 +666,268 @@ class Client:
             raise ClothdError(str(err.get("code", "internal")), str(err.get("message", "")), reply)
         return reply
 
-    def create_cloth(self, **fields: Any) -> int:
+    def _peer_closed(self) -> bool:
+        """True when the server has already closed the connection; never
+        blocks. What is readable is read first (an EOF may wait behind
+        frames): complete frames are queued, as while waiting for a reply."""
+        sock = self._sock
+        if sock is None:
+            return False
+        try:
+            while select.select([sock], [], [], 0)[0]:
+                chunk = sock.recv(_RECV_CHUNK)
+                if not chunk:
+                    break
+                self._buf += chunk
+            else:
+                return False
+        except (ConnectionError, ValueError):
+            pass
+        except OSError:
+            return False
+        # Closed: keep the complete frames that came before the end.
+        try:
+            while self._buf:
+                msg = self.read_message()
+                if isinstance(msg, Frame):
+                    self._frames.append(msg)
+        except (ConnectionError, ProtocolError, OSError):
+            pass
+        return True
+
+    def _request_once(self, cmd: str, **fields: Any) -> Dict[str, Any]:
+        rid, line = self._message(cmd, fields)
+        self.sock.sendall(line)
+        return self._check(rid, self.read_reply())
+
+    def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
+        """Sends ``{"id": n, "cmd": cmd, ...fields}`` and returns the reply.
+
+        snake_case field names become camelCase; ``None`` values are left
+        out. Raises :class:`ClothdError` on an error reply,
+        :class:`ConnectionClosed` when the connection drops (see
+        ``reconnect`` in the class docs).
+        """
+        rid, line = self._message(cmd, fields)
+        if self.auto_reconnect and self._peer_closed():
+            self.reconnect()  # gone while idle: nothing was lost, send on the new one
+        try:
+            self.sock.sendall(line)
+        except ConnectionError:
+            if not self.auto_reconnect:
+                self._drop()
+                raise
+            self.reconnect()  # the line never reached the server: send it again
+            self.sock.sendall(line)
+        try:
+            reply = self.read_reply()
+        except ConnectionError as e:
+            if not self.auto_reconnect:
+                self._drop()
+                raise
+            self.reconnect()
+            raise ConnectionClosed(f"{cmd}: the connection dropped before the reply (it may or may "
+                                   f"not have run); reconnected", reconnected=True) from e
+        return self._check(rid, reply)
+
+    def create(self, type: str = "cloth", **fields: Any) -> int:
+        """Creates an instance of ``type`` (only "cloth" in v1) with the
+        given fields (snake_case); returns its id. See :meth:`create_cloth`."""
+        return int(self.request("create", type=type, **fields)["instance"])
+
+    def create_cloth(self, width: Optional[int] = None, height: Optional[int] = None, *,
+                     spacing: Optional[float] = None, mass: Optional[float] = None,
+                     stiffness: Optional[float] = None, bend_stiffness: Optional[float] = None,
+                     damping: Optional[float] = None, origin: Optional[VecLike] = None,
+                     solver_iterations: Optional[int] = None, right: Optional[VecLike] = None,
+                     down: Optional[VecLike] = None, gravity: Optional[VecLike] = None,
+                     stretch_compliance: Optional[float] = None,
+                     bend_compliance: Optional[float] = None, iterations: Optional[int] = None,
+                     substeps: Optional[int] = None, velocity_retention: Optional[float] = None,
+                     thickness: Optional[float] = None, particle_mass: Optional[float] = None,
+                     wind_model: Optional[str] = None, air_density: Optional[float] = None,
+                     drag: Optional[float] = None, lift: Optional[float] = None,
+                     tethers: Optional[bool] = None, tether_scale: Optional[float] = None,
+                     sleep_threshold: Optional[float] = None, self_distance: Optional[float] = None,
+                     **extra: Any) -> int:
         """Creates a cloth and returns its instance id.
 
-        Keyword fields (all optional): width, height, spacing, mass,
-        stiffness, bend_stiffness, damping, origin, solver_iterations, right,
-        down, gravity.
+        Every field is optional; the names are PROTOCOL.md's in snake_case.
+        Layout (fixed at creation): ``width``, ``height`` (particles, >= 2;
+        default 10 x 10), ``spacing`` (0.1 m), ``origin`` ([0,0,0]),
+        ``right`` ([1,0,0]), ``down`` ([0,-1,0]): particle ``y * width + x``
+        starts at ``origin + x*spacing*right + y*spacing*down``.
+        Material (changeable later with :meth:`set`): ``mass`` (1 kg total),
+        ``stiffness`` (0.9) or ``stretch_compliance`` (m/N, XPBD),
+        ``bend_stiffness`` (0.5) or ``bend_compliance``, ``damping`` (0.01
+        per step) or ``velocity_retention`` (per second),
+        ``solver_iterations``/``iterations`` (4), ``substeps`` (1),
+        ``gravity`` ([0,-9.81,0]), ``thickness`` (0 m),
+        ``particle_mass`` (0.05 kg, two-way coupling), ``wind_model``
+        ("aero": wind is air velocity; "constant": an acceleration),
+        ``air_density``, ``drag``, ``lift``, ``tethers``, ``tether_scale``,
+        ``sleep_threshold`` (m/s; 0 never sleeps), ``self_distance`` (m;
+        self-collision, 0 off). ``extra`` fields are sent as they are
+        (camelCased), for fields newer than this client.
         """
-        fields.setdefault("type", "cloth")
-        return int(self.request("create", **fields)["instance"])
+        return self.create("cloth", width=width, height=height, spacing=spacing, mass=mass,
+                           stiffness=stiffness, bend_stiffness=bend_stiffness, damping=damping,
+                           origin=_vec(origin), solver_iterations=solver_iterations,
+                           right=_vec(right), down=_vec(down), gravity=_vec(gravity),
+                           stretch_compliance=stretch_compliance, bend_compliance=bend_compliance,
+                           iterations=iterations, substeps=substeps,
+                           velocity_retention=velocity_retention, thickness=thickness,
+                           particle_mass=particle_mass, wind_model=wind_model,
+                           air_density=air_density, drag=drag, lift=lift, tethers=tethers,
+                           tether_scale=tether_scale, sleep_threshold=sleep_threshold,
+                           self_distance=self_distance, **extra)
+
+    def create_softbody(self, *, shape: Optional[str] = None, radius: Optional[float] = None,
+                        resolution: Optional[int] = None, center: Optional[VecLike] = None,
+                        size: Optional[VecLike] = None, cells: Optional[Sequence[int]] = None,
+                        origin: Optional[VecLike] = None,
+                        vertices: Optional[Sequence[VecLike]] = None,
+                        tetrahedra: Optional[Sequence[int]] = None, mass: Optional[float] = None,
+                        stiffness: Optional[float] = None, volume_stiffness: Optional[float] = None,
+                        volume_compliance: Optional[float] = None,
+                        stretch_compliance: Optional[float] = None, damping: Optional[float] = None,
+                        velocity_retention: Optional[float] = None,
+                        solver_iterations: Optional[int] = None, substeps: Optional[int] = None,
+                        gravity: Optional[VecLike] = None, thickness: Optional[float] = None,
+                        sleep_threshold: Optional[float] = None, **extra: Any) -> int:
+        """Creates a soft body (a tetrahedral mesh) and returns its id.
+
+        Either a generated ``shape``: ``"ball"`` (``radius`` 0.5,
+        ``resolution`` 6, ``center``) or ``"box"`` (``size``, ``cells``,
+        ``origin``), or a mesh: ``vertices`` (vec3s) and ``tetrahedra``
+        (4 indices each, positively oriented). Material as for cloth, with
+        the seed's soft-body defaults (``mass`` 5, ``stiffness`` 0.8,
+        ``volume_stiffness`` 0.9 or ``volume_compliance``, ``damping`` 0.02,
+        ``solver_iterations`` 8, ``substeps`` 2). :meth:`topology` gives
+        its surface triangles.
+        """
+        return self.create("softbody", shape=shape, radius=radius, resolution=resolution,
+                           center=_vec(center), size=_vec(size), cells=_ids(cells),
+                           origin=_vec(origin),
+                           vertices=None if vertices is None else [_vec(v) for v in vertices],
+                           tetrahedra=_ids(tetrahedra), mass=mass, stiffness=stiffness,
+                           volume_stiffness=volume_stiffness, volume_compliance=volume_compliance,
+                           stretch_compliance=stretch_compliance, damping=damping,
+                           velocity_retention=velocity_retention,
+                           solver_iterations=solver_iterations, substeps=substeps,
+                           gravity=_vec(gravity), thickness=thickness,
+                           sleep_threshold=sleep_threshold, **extra)
+
+    def topology(self, instance: int) -> Dict[str, Any]:
+        """What a renderer needs once: the reply's ``triangles`` (3 particle
+        indices each, counter-clockwise from outside) and, for cloth,
+        ``uvs`` (u, v per particle)."""
+        return self.request("topology", instance=instance)
+
+    def set(self, instance: int, *, mass: Optional[float] = None, stiffness: Optional[float] = None,
+            bend_stiffness: Optional[float] = None, damping: Optional[float] = None,
+            solver_iterations: Optional[int] = None, gravity: Optional[VecLike] = None,
+            stretch_compliance: Optional[float] = None, bend_compliance: Optional[float] = None,
+            iterations: Optional[int] = None, substeps: Optional[int] = None,
+            velocity_retention: Optional[float] = None, thickness: Optional[float] = None,
+            particle_mass: Optional[float] = None, wind_model: Optional[str] = None,
+            air_density: Optional[float] = None, drag: Optional[float] = None,
+            lift: Optional[float] = None, tethers: Optional[bool] = None,
+            tether_scale: Optional[float] = None, sleep_threshold: Optional[float] = None,
+            self_distance: Optional[float] = None, volume_stiffness: Optional[float] = None,
+            volume_compliance: Optional[float] = None, **extra: Any) -> None:
+        """Changes a live instance's options (any :meth:`create_cloth`
+        option but the layout); only the ones given change. Giving the
+        seed's form of a setting (``stiffness``) switches its XPBD twin
+        (``stretch_compliance``) off, and back. Wakes a sleeping instance."""
+        self.request("set", instance=instance, mass=mass, stiffness=stiffness,
+                     bend_stiffness=bend_stiffness, damping=damping,
+                     solver_iterations=solver_iterations, gravity=_vec(gravity),
+                     stretch_compliance=stretch_compliance, bend_compliance=bend_compliance,
+                     iterations=iterations, substeps=substeps, velocity_retention=velocity_retention,
+                     thickness=thickness, particle_mass=particle_mass, wind_model=wind_model,
+                     air_density=air_density, drag=drag, lift=lift, tethers=tethers,
+                     tether_scale=tether_scale, sleep_threshold=sleep_threshold,
+                     self_distance=self_distance, volume_stiffness=volume_stiffness,
+                     volume_compliance=volume_compliance, **extra)
+
+    def transform(self, instance: int, name: str, position: VecLike,
+                  rotation: Optional[Sequence[float]] = None) -> None:
+        """Creates or moves the instance's named transform (at most 16):
+        ``position`` and ``rotation`` (a quaternion [x, y, z, w], default
+        identity). Attached particles and colliders follow it; pins move
+        smoothly over the next step."""
+        self.request("transform", instance=instance, name=name, position=_vec(position),
+                     rotation=None if rotation is None else [float(x) for x in rotation])
+
+    def attach(self, instance: int, name: str, particles: Union[int, Sequence[int], None] = None,
+               offset: Optional[VecLike] = None, offsets: Optional[Sequence[VecLike]] = None, *,
+               particle: Optional[int] = None) -> int:
+        """Pins particles and attaches them to the transform ``name``, at
+        ``offset``/``offsets`` local to it (default: where they are now).
+        ``unpin`` releases them. Returns the ``attached`` count."""
+        if particle is not None:
+            particles = particle
+        if particles is None:
+            raise TypeError("attach: particle or particles required")
+        if isinstance(particles, int):
+            reply = self.request("attach", instance=instance, name=name, particle=particles,
+                                 offset=_vec(offset))
+        else:
+            offs = None if offsets is None else [_vec(o) for o in offsets]
+            reply = self.request("attach", instance=instance, name=name, particles=_ids(particles),
+                                 offsets=offs)
+        return int(reply.get("attached", 0))
 
     def destroy(self, instance: int) -> None:
         """Destroys an instance; its id never works again."""
         self.request("destroy", instance=instance)
+        self._subs.pop(instance, None)
 
-    def pin(self, instance: int, particles: Union[int, Sequence[int]], position: Optional[VecLike] = None,
-            positions: Optional[Sequence[VecLike]] = None) -> int:
-        """Pins one particle (an int) or several (a sequence).
+    def pin(self, instance: int, particles: Union[int, Sequence[int], None] = None,
+            position: Optional[VecLike] = None, positions: Optional[Sequence[VecLike]] = None, *,
+            particle: Optional[int] = None) -> int:
+        """Pins one particle (an int, or ``particle=``) or several (a
+        sequence). A pinned particle moves only when pinned again.
 
-        Without ``position``/``positions`` the particles are pinned where
+        ``position`` goes with one particle, ``positions`` (one per
+        particle) with several; without them the particles are pinned where
         they are. Returns the server's ``pinned`` count.
         """
+        if particle is not None:
+            if particles is not None:
+                raise TypeError("pin: give particles or particle, not both")
+            particles = particle
+        if particles is None:
+            raise TypeError("pin: particle or particles required")
         if isinstance(particles, int):
             reply = self.request("pin", instance=instance, particle=particles, position=_vec(position))
         else:
             pos = None if positions is None else [_vec(p) for p in positions]
-            reply = self.request("pin", instance=instance, particles=list(particles), positions=pos)
+            reply = self.request("pin", instance=instance, particles=_ids(particles), positions=pos)
         return int(reply.get("pinned", 0))
 
-    def unpin(self, instance: int, particles: Union[int, Sequence[int]]) -> int:
+    def unpin(self, instance: int, particles: Union[int, Sequence[int], None] = None, *,
+              particle: Optional[int] = None) -> int:
         """Unpins one particle or several; returns the ``unpinned`` count."""
+        if particle is not None:
+            particles = particle
+        if particles is None:
+            raise TypeError("unpin: particle or particles required")
         if isinstance(particles, int):
             reply = self.request("unpin", instance=instance, particle=particles)
         else:
-            reply = self.request("unpin", instance=instance, particles=list(particles))
+            reply = self.request("unpin", instance=instance, particles=_ids(particles))
         return int(reply.get("unpinned", 0))
 
     def wind(self, wind: VecLike, instance: Optional[int] = None) -> List[float]:
-        """Sets an instance's wind, or the global wind when instance is None."""
+        """Sets an instance's wind, or the global wind when instance is None
+        (added to every instance's own). Returns the wind as stored."""
         return self.request("wind", instance=instance, wind=_vec(wind)).get("wind")
+
+    def global_wind(self) -> List[float]:
+        """The server-wide global wind (from ``status``)."""
+        return list(self.status().get("globalWind") or [0.0, 0.0, 0.0])
 
     def gravity(self, instance: int, gravity: VecLike) -> None:
         """Sets an instance's gravity (m/s^2)."""
@@ -449,10 +935,22 @@ class Client:
 
     def add_collider(self, instance: int, type: str, position: Optional[VecLike] = None,
                      normal: Optional[VecLike] = None, radius: Optional[float] = None,
-                     height: Optional[float] = None) -> int:
-        """Adds a "sphere", "capsule" or "plane" collider; returns its id."""
+                     height: Optional[float] = None, *, friction: Optional[float] = None,
+                     static_friction: Optional[float] = None, coupling: Optional[float] = None,
+                     attachment: Optional[str] = None, **extra: Any) -> int:
+        """Adds a "sphere", "capsule" or "plane" collider; returns its id.
+
+        ``position``: centre (or a point of the plane; default origin);
+        ``normal``: plane normal or capsule axis ([0,1,0]); ``radius``
+        (0.5); ``height``: capsule length including both caps (1);
+        ``friction``/``static_friction`` (0); ``coupling`` (0..1, two-way
+        coupling: impulses reported in step replies); ``attachment``: a
+        transform name the collider follows (position/normal local to it).
+        """
         reply = self.request("addCollider", instance=instance, type=type, position=_vec(position),
-                             normal=_vec(normal), radius=radius, height=height)
+                             normal=_vec(normal), radius=radius, height=height, friction=friction,
+                             static_friction=static_friction, coupling=coupling,
+                             attachment=attachment, **extra)
         return int(reply["collider"])
 
     def move_collider(self, instance: int, collider: int, position: Optional[VecLike] = None,
@@ -469,27 +967,54 @@ class Client:
         """Enables or disables stepping; enabling clears the unstable flag."""
         return bool(self.request("enable", instance=instance, enabled=enabled).get("enabled"))
 
-    def step(self, dt: float = 1 / 60, instances: Optional[Sequence[int]] = None) -> Dict[str, Any]:
-        """Steps every enabled instance (or just ``instances``) once by dt.
+    def step(self, dt: float = 1 / 60, instances: Optional[Sequence[int]] = None, *,
+             instance: Optional[int] = None) -> Dict[str, Any]:
+        """Steps every enabled instance (or just ``instances``/``instance``)
+        once by ``dt`` seconds, in parallel on the server's workers.
 
-        Returns the reply: ``{"stepped": n, "unstable": [ids], ...}``.
+        Returns the reply: ``stepped`` (count), ``unstable`` (ids caught
+        by the instability guard), ``sleeping`` (ids asleep: they advance
+        but send no frame) and ``impulses`` (two-way coupling).
         """
-        return self.request("step", dt=dt, instances=None if instances is None else list(instances))
+        return self.request("step", dt=dt, instance=instance, instances=_ids(instances))
 
     def get(self, instance: int) -> InstanceState:
         """The full state of one instance."""
         return InstanceState.from_reply(self.request("get", instance=instance))
 
-    def subscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None) -> None:
-        """Subscribes to frames of one instance, several, or (neither) all."""
-        self.request("subscribe", instance=instance, instances=None if instances is None else list(instances))
+    def subscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None, *,
+                  quantize: Optional[bool] = None, every: Optional[int] = None) -> Dict[str, Any]:
+        """Subscribes to frames of one instance, several, or (neither) all,
+        including instances created later.
+
+        ``quantize=True``: 16-bit frames (about half the bytes; decoded
+        positions within half a quantization step of the server's).
+        ``every=k``: only frames whose number is a multiple of k (1..1000).
+        Subscribing again to an instance replaces its options. The current
+        frame of each instance follows the reply. Returns the reply
+        (``instances`` or ``all``).
+        """
+        reply = self.request("subscribe", instance=instance, instances=_ids(instances),
+                             quantize=quantize, every=every)
+        options = {k: v for k, v in (("quantize", quantize), ("every", every)) if v is not None}
+        if reply.get("all"):
+            self._subs[_ALL] = options
+        for iid in reply.get("instances") or []:
+            self._subs[int(iid)] = options
+        return reply
 
     def unsubscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None) -> None:
         """Drops subscriptions; with neither argument, all of them."""
-        self.request("unsubscribe", instance=instance, instances=None if instances is None else list(instances))
+        self.request("unsubscribe", instance=instance, instances=_ids(instances))
+        if instance is None and instances is None:
+            self._subs.clear()
+        for iid in ([instance] if instance is not None else []) + list(instances or []):
+            self._subs.pop(iid, None)
 
     def status(self) -> Dict[str, Any]:
-        """The server's status reply (instances, workers, text, ...)."""
+        """The server's status reply: ``instances`` (summaries), ``workers``,
+        ``globalWind``, ``version``, ``debug`` and ``text`` (the seed's
+        ``=== Cloth Simulation ===`` block)."""
         return self.request("status")
 
     def debug(self, enabled: Optional[bool] = None) -> bool:
@@ -499,7 +1024,7 @@ class Client:
         when it changes; they appear in ``Client.events``."""
         if enabled is None:
             return bool(self.request("debug")["enabled"])
-        return bool(self.request("debug", enabled=enabled)["enabled"])
+        return bool(self.request("debug", enabled=bool(enabled))["enabled"])
 
     # -- frames -------------------------------------------------------------
 
@@ -518,9 +1043,22 @@ class Client:
 
     def next_frame(self, timeout: Optional[float] = None) -> Frame:
         """The next frame: a queued one first, else waits up to ``timeout``
-        seconds (default: the client's timeout). Raises TimeoutError."""
+        seconds (default: the client's timeout). Raises TimeoutError.
+
+        With ``reconnect=True`` a dropped connection is re-established (and
+        the subscriptions renewed) while waiting."""
         if self._frames:
             return self._frames.popleft()
+        while True:
+            try:
+                return self._next_frame_waiting(timeout)
+            except ConnectionError:
+                if not self.auto_reconnect:
+                    self._drop()
+                    raise
+                self.reconnect()
+
+    def _next_frame_waiting(self, timeout: Optional[float]) -> Frame:
         if timeout is None:
             return self._next_frame_blocking()
         old = self.sock.gettimeout()
@@ -528,7 +1066,8 @@ class Client:
         try:
             return self._next_frame_blocking()
         finally:
-            self.sock.settimeout(old)
+            if self._sock is not None:
+                self._sock.settimeout(old)
 
     def poll_frames(self) -> List[Frame]:
         """Every queued frame plus whatever frames are already readable,
@@ -551,3 +1090,164 @@ class Client:
         while True:
             yield self.next_frame()
 
+
+# ---- subscriber -----------------------------------------------------------------
+
+
+class Subscriber:
+    """A connection of its own that receives frames: for viewers, and for
+    reading frames while another thread (or a :class:`Client`) commands.
+
+    Iterate it (``for frame in sub``) in the calling thread, or call
+    :meth:`start` to read on a background thread that keeps the newest
+    frame of each instance (:meth:`latest`, :meth:`wait_for`) and calls
+    ``callback(frame)`` for each frame (on that thread).
+
+    ``instances``: an id, a list of ids, or None for every instance
+    (including ones created later). ``quantize``/``every``: the subscribe
+    options. ``reconnect`` (default on): when the server goes away, connect
+    again (for up to ``reconnect_timeout`` seconds per outage), subscribe
+    again and go on; each instance's current frame arrives first. Frames
+    of the outage are missed, as any slow subscriber's are.
+    """
+
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 instances: Union[int, Sequence[int], None] = None, *, quantize: bool = False,
+                 every: int = 1, timeout: Optional[float] = 10.0, reconnect: bool = True,
+                 reconnect_timeout: float = 30.0, rcvbuf: Optional[int] = None):
+        self.client = Client(host, port, timeout, rcvbuf=rcvbuf, reconnect=False,
+                             reconnect_timeout=reconnect_timeout)
+        if isinstance(instances, int):
+            instances = [instances]
+        self.instances: Optional[List[int]] = None if instances is None else list(instances)
+        self.quantize = quantize
+        self.every = every
+        self.reconnect = reconnect
+        self.callback: Optional[Callable[[Frame], None]] = None
+        #: The exception that ended the background thread, if any.
+        self.error: Optional[BaseException] = None
+        #: Frames received so far.
+        self.received = 0
+        self._latest: Dict[int, Frame] = {}
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._subscribed = False
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def connect(self) -> "Subscriber":
+        """Connects and subscribes (idempotent); returns self."""
+        if not self._subscribed:
+            self.client.connect()
+            self.client.subscribe(instances=self.instances, quantize=self.quantize or None,
+                                  every=None if self.every == 1 else self.every)
+            self._subscribed = True
+        return self
+
+    def start(self, callback: Optional[Callable[[Frame], None]] = None) -> "Subscriber":
+        """Connects, subscribes and reads frames on a daemon thread."""
+        if self._thread is not None:
+            return self
+        self.callback = callback
+        self.connect()
+        self._thread = threading.Thread(target=self._run, name="clothd-subscriber", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stops the thread (within ~0.2 s) and closes the connection."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+        self.client.close()
+        self._subscribed = False
+        with self._cond:
+            self._cond.notify_all()
+
+    stop = close
+
+    def __enter__(self) -> "Subscriber":
+        return self.connect()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def events(self) -> Deque[Dict[str, Any]]:
+        """Events the server sent (e.g. ``{"event": "debug", ...}``)."""
+        return self.client.events
+
+    # -- reading ------------------------------------------------------------
+
+    def frames(self, timeout: Optional[float] = None) -> Iterator[Frame]:
+        """Yields frames as they come. ``timeout``: seconds without any
+        frame before TimeoutError (None: wait forever). Ends when
+        :meth:`close` is called."""
+        self.connect()
+        idle_since = _time.monotonic()
+        while not self._stop.is_set():
+            try:
+                frame = self.client.next_frame(timeout=0.2)
+            except socket.timeout:  # TimeoutError (an alias since Python 3.10)
+                if timeout is not None and _time.monotonic() - idle_since > timeout:
+                    raise
+                continue
+            except ConnectionError:
+                if self._stop.is_set() or not self.reconnect:
+                    raise
+                self.client.reconnect()
+                continue
+            idle_since = _time.monotonic()
+            self._keep(frame)
+            yield frame
+
+    __iter__ = frames
+
+    def _keep(self, frame: Frame) -> None:
+        with self._cond:
+            self._latest[frame.instance] = frame
+            self.received += 1
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        try:
+            for frame in self.frames():
+                if self.callback is not None:
+                    self.callback(frame)
+        except BaseException as e:  # noqa: BLE001 - reported through .error
+            if not self._stop.is_set():
+                self.error = e
+        finally:
+            with self._cond:
+                self._cond.notify_all()
+
+    def latest(self, instance: Optional[int] = None) -> Optional[Frame]:
+        """The newest frame of ``instance`` (or of any instance when None),
+        or None when none has arrived yet."""
+        with self._cond:
+            if instance is not None:
+                return self._latest.get(instance)
+            if not self._latest:
+                return None
+            return max(self._latest.values(), key=lambda f: (f.time, f.frame))
+
+    def wait_for(self, instance: int, frame: int = 0, timeout: Optional[float] = 10.0) -> Frame:
+        """Blocks until a frame of ``instance`` numbered ``frame`` or later
+        has arrived (background mode); returns the newest. TimeoutError
+        after ``timeout`` seconds; the thread's error if it died."""
+        deadline = None if timeout is None else _time.monotonic() + timeout
+        with self._cond:
+            while True:
+                f = self._latest.get(instance)
+                if f is not None and f.frame >= frame:
+                    return f
+                if self.error is not None:
+                    raise self.error
+                if self._thread is None or self._stop.is_set():
+                    raise RuntimeError("Subscriber.wait_for needs start() (the background thread)")
+                left = None if deadline is None else deadline - _time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"no frame >= {frame} of instance {instance} within {timeout} s")
+                self._cond.wait(left if left is not None else 1.0)

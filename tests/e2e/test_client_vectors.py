@@ -1,6 +1,6 @@
 """The Python client decodes every shared frame test vector exactly as
 protocol/test_vectors.json says (the same file the C tests encode against),
-and rejects damaged frames."""
+plain and quantized, and rejects damaged frames."""
 
 import json
 import os
@@ -33,16 +33,37 @@ class FrameVectorsTest(unittest.TestCase):
                 self.assertEqual(frame.frame, want["frame"])
                 self.assertEqual(frame.time, want["time"])  # f64, exact
                 self.assertEqual(frame.count, len(want["positions"]))
+                self.assertEqual(frame.quantized, bool(v.get("quantized")))
                 got = [tuple(p) for p in frame.positions]
                 expected = [tuple(f32(c) for c in p) for p in want["positions"]]
                 self.assertEqual(got, expected)  # bit-exact after rounding to f32
+                self.assertEqual(frame.size, len(v["hex"]) // 2)
+
+    def test_the_vectors_should_include_quantized_frames(self):
+        self.assertGreaterEqual(sum(1 for v in self.frames if v.get("quantized")), 3)
+
+    def test_quantized_vectors_should_carry_the_box_and_stay_within_half_a_step(self):
+        for v in self.frames:
+            if not v.get("quantized"):
+                continue
+            with self.subTest(note=v.get("note")):
+                frame = decode_frame(bytes.fromhex(v["hex"]))
+                self.assertEqual(frame.flags, 1)
+                self.assertEqual(list(frame.bbox_min), [f32(c) for c in v["decoded"]["bboxMin"]])
+                self.assertEqual(list(frame.bbox_max), [f32(c) for c in v["decoded"]["bboxMax"]])
+                for p, o in zip(frame.positions, v["original"]):
+                    for k in range(3):
+                        bound = (frame.bbox_max[k] - frame.bbox_min[k]) / 65535 / 2 + 1e-6
+                        self.assertLessEqual(abs(p[k] - f32(o[k])), bound)
 
     def test_damaged_frames_should_be_rejected(self):
         good = bytes.fromhex(self.frames[0]["hex"])
         for name, bad in [("magic", b"\x88" + good[1:]),
                           ("version", good[:4] + b"\x02\x00" + good[6:]),
                           ("truncated", good[:-4]),
-                          ("short header", good[:20])]:
+                          ("short header", good[:20]),
+                          ("unknown flag", good[:6] + b"\x02\x00" + good[8:]),
+                          ("quantized flag on a plain length", good[:6] + b"\x01\x00" + good[8:])]:
             with self.subTest(damage=name):
                 with self.assertRaises(ProtocolError):
                     decode_frame(bad)

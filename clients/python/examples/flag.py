@@ -41,8 +41,9 @@ def main() -> int:
         try:
             f = next(frames)  # the current state, sent right after subscribing
             for i in range(1, int(args.seconds * HZ) + 1):
-                c.step(1 / HZ, instances=[flag])
-                f = next(frames)
+                reply = c.step(1 / HZ, instances=[flag])
+                if flag not in reply.get("sleeping", []):  # asleep: no frame, nothing moved
+                    f = next(frames)
                 if i % (HZ // 4) == 0:
                     x, y, z = f.positions[tip]
                     print(f"{f.time:7.2f}  {x:8.3f}  {y:8.3f}  {z:8.3f}")
