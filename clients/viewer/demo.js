@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Something to look at: the README's scene (a curtain pinned along its top
-// row, blown onto a sphere in front of it, above a floor plane) stepped at 60 Hz with gusts,
-// until Ctrl-C, which destroys it again.
+// row, blown onto a sphere in front of it, above a floor plane, and a soft
+// ball dropped beside it) stepped at 60 Hz with gusts, until Ctrl-C, which
+// destroys both again.
 //
 //   node clients/viewer/demo.js [--clothd host:port] [--seconds N]
 
@@ -26,13 +27,18 @@ const { instance } = await conn.request('create', {
 await conn.request('pin', { instance, particles: [...Array(W).keys()] });
 await conn.request('addCollider', { instance, type: 'sphere', position: [0.1, 1.3, 0.55], radius: 0.35 });
 await conn.request('addCollider', { instance, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
-console.log(`demo: curtain ${instance} on clothd ${host}:${port}; Ctrl-C ends it`);
+const ball = (await conn.request('create', {
+  type: 'softbody', shape: 'ball', radius: 0.3, resolution: 5, center: [1.5, 1, 0],
+})).instance;
+await conn.request('addCollider', { instance: ball, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
+console.log(`demo: curtain ${instance} and soft ball ${ball} on clothd ${host}:${port}; Ctrl-C ends it`);
 
 let running = true;
 const finish = async () => {
   if (!running) return;
   running = false;
   await conn.request('destroy', { instance }).catch(() => {});
+  await conn.request('destroy', { instance: ball }).catch(() => {});
   conn.close();
 };
 process.on('SIGINT', finish);
@@ -47,7 +53,7 @@ for (let k = 0; running; k++) {
     const gust = 2.5 + 1.5 * Math.sin(t * 0.9) + 0.8 * Math.sin(t * 2.3);
     await conn.request('wind', { instance, wind: [0.8 * Math.sin(t * 0.5), 0, gust] }).catch(() => {});
   }
-  await conn.request('step', { dt: 1 / 60, instances: [instance] }).catch(() => { running = false; });
+  await conn.request('step', { dt: 1 / 60, instances: [instance, ball] }).catch(() => { running = false; });
   const ahead = t0 + ((k + 1) * 1000) / 60 - Date.now();
   if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
 }

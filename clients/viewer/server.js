@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // clothd viewer: connects to clothd over TCP, subscribes to every instance and
 // relays its binary frames unchanged to browsers over WebSocket, with JSON
-// metadata (instances, colliders, pins, debug flag, global wind) beside them.
+// metadata (instances, colliders, pins, wind, sleeping, debug flag, global
+// wind) and each instance's render topology (triangles, read once) beside them.
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
 //
 //   node server.js [--clothd host:port] [--port N] [--host ADDR] [--quantize]
@@ -22,6 +23,7 @@ const RETRY_MS = 1000;          // reconnect to clothd this often while it is aw
 const POLL_MS = 1000;           // status poll (instances created / destroyed elsewhere)
 const WS_HIGH_WATER = 1 << 20;  // a browser socket holding more than this is "slow"
 const GET_BUDGET = 100000;      // particles re-read by `get` per poll for pins/colliders
+const STALE_MS = 5000;          // an idle instance's `get` is re-read this often (wind set elsewhere)
 
 const USAGE = `usage: node server.js [options]
 
@@ -105,7 +107,10 @@ export class Viewer {
     this.globalWind = [0, 0, 0];
     this.meta = new Map();       // instance id -> metadata sent to browsers
     this.latest = new Map();     // instance id -> newest frame (Buffer)
-    this.windOf = new Map();     // instance id -> wind set through this viewer
+    // instance id -> the `topology` message for browsers (a JSON string), or
+    // null when clothd could not give one (the page then falls back). Read
+    // once per instance: an id never names another instance.
+    this.topology = new Map();
     this.clients = new Set();    // {ws, pending: Map(instance -> frame)}
     this.stopped = false;
     this.pollTimer = null;
@@ -197,7 +202,14 @@ export class Viewer {
   }
 
   #instanceList() {
-    return [...this.meta.values()].map(({ colliderCount, ...m }) => ({ ...m, wind: this.windOf.get(m.instance) ?? null }));
+    return [...this.meta.values()].map(({ colliderCount, fetchedAt, ...m }) => m);
+  }
+
+  // Builds the `topology` message of one instance from clothd's reply.
+  static topologyMessage(id, t) {
+    return JSON.stringify({
+      type: 'topology', instance: id, kind: t.type, particles: t.particles, triangles: t.triangles, uvs: t.uvs ?? null,
+    });
   }
 
   #onBrowser(ws) {
@@ -216,6 +228,8 @@ export class Viewer {
       this.#onBrowserMessage(client, msg).catch((err) => this.#sendJson(client, { type: 'error', message: err.message }));
     });
     this.#sendJson(client, this.#hello());
+    // Topologies before frames: the page draws an instance once it has both.
+    for (const text of this.topology.values()) if (text && ws.readyState === ws.OPEN) ws.send(text);
     for (const [id, frame] of this.latest) client.pending.set(id, frame);
     this.#pump(client);
   }
@@ -231,7 +245,9 @@ export class Viewer {
         this.globalWind = reply.wind;
         this.#broadcastJson({ type: 'wind', globalWind: this.globalWind });
       } else {
-        this.windOf.set(fields.instance, reply.wind);
+        // The wind wakes the instance too; the next status poll says so.
+        const m = this.meta.get(fields.instance);
+        if (m) m.wind = reply.wind;
         this.#broadcastMeta(true);
       }
     } else if (msg.type === 'debug') {
@@ -323,8 +339,9 @@ export class Viewer {
       this.version = st.version ?? null;
       this.workers = st.workers ?? null;
       this.connected = true;
+      // A new clothd process may reuse ids: nothing read from the old one holds.
       this.meta.clear();
-      this.windOf.clear();
+      this.topology.clear();
       this.lastMetaJson = '';
       this.log(`viewer: connected to clothd ${this.version ?? '?'} at ${this.opts.clothd}`);
       this.#broadcastJson({
@@ -378,6 +395,7 @@ export class Viewer {
       this.#broadcastJson({ type: 'wind', globalWind: this.globalWind });
     }
     if (typeof st.debug === 'boolean') this.#setDebug(st.debug);
+    const now = Date.now();
     const live = new Set();
     let budget = GET_BUDGET;
     const gets = [];
@@ -386,19 +404,35 @@ export class Viewer {
       const known = this.meta.get(s.instance);
       const changed = !known || force || known.colliderCount !== s.colliders
         || known.enabled !== s.enabled || known.unstable !== s.unstable;
-      // Pins and collider moves show in `get` only: small instances are
-      // re-read each poll while they move, within a particle budget.
-      const cheap = known && s.particles <= budget && known.frame !== s.frame;
+      // Pins, collider moves and wind show in `get` only: small instances
+      // are re-read each poll while they move (a sleeping one moves nothing
+      // although its frame advances), and every few seconds while idle,
+      // within a particle budget.
+      const moving = known && known.frame !== s.frame && !s.sleeping;
+      const stale = known && now - known.fetchedAt > STALE_MS;
+      const cheap = (moving || stale) && s.particles <= budget;
       if (changed || cheap) {
         budget -= s.particles;
-        gets.push(conn.request('get', { instance: s.instance }).then((g) => ({ s, g }), () => null));
+        const id = s.instance;
+        const topo = this.topology.has(id) ? null : conn.request('topology', { instance: id }).then(
+          (t) => ({ text: Viewer.topologyMessage(id, t), triangles: t.triangles.length / 3 }),
+          (err) => (err.code === 'not_found' ? undefined : { text: null, error: err.message }));
+        gets.push(Promise.all([conn.request('get', { instance: id }), topo]).then(([g, t]) => ({ s, g, t }), () => null));
       } else if (known) {
         known.frame = s.frame;
+        known.sleeping = s.sleeping ?? false;
       }
     }
-    for (const r of await Promise.all(gets)) {
-      if (!r) continue; // destroyed between status and get
-      const { s, g } = r;
+    const results = (await Promise.all(gets)).filter((r) => r && r.t !== undefined); // null/undefined: destroyed meanwhile
+    // New topologies first, so a page has them when the metadata names them.
+    for (const { s, t } of results) {
+      if (!t || !live.has(s.instance)) continue;
+      if (t.text === null) this.log(`viewer: no topology for instance ${s.instance} (${t.error}); the page draws its grid`);
+      this.topology.set(s.instance, t.text);
+      if (t.text) for (const c of this.clients) if (c.ws.readyState === c.ws.OPEN) c.ws.send(t.text);
+    }
+    for (const { s, g, t } of results) {
+      const old = this.meta.get(s.instance);
       this.meta.set(s.instance, {
         instance: s.instance,
         type: g.type ?? s.type,
@@ -407,9 +441,18 @@ export class Viewer {
         particles: s.particles,
         constraints: s.constraints,
         colliderCount: s.colliders,
+        fetchedAt: now,
+        // 'ok': a `topology` message carries the triangles; 'unavailable':
+        // clothd had none to give (an older clothd), the page draws the grid.
+        topology: t ? (t.text ? 'ok' : 'unavailable') : old?.topology ?? 'unavailable',
+        triangles: t ? (t.text ? t.triangles : null) : old?.triangles ?? null,
         enabled: g.enabled,
         unstable: g.unstable,
+        sleeping: g.sleeping ?? false,
         frame: g.frame,
+        windModel: g.windModel ?? null, // null: a clothd that does not say (the page assumes the default, aero)
+        wind: g.wind ?? null,
+        gravity: g.gravity ?? null,
         pinned: g.pinned ?? [],
         colliders: (g.colliders ?? []).map((c) => ({
           collider: c.collider, type: c.type, position: c.position, normal: c.normal, radius: c.radius, height: c.height,
@@ -420,7 +463,7 @@ export class Viewer {
       if (!live.has(id)) {
         this.meta.delete(id);
         this.latest.delete(id);
-        this.windOf.delete(id);
+        this.topology.delete(id);
         for (const c of this.clients) c.pending.delete(id);
       }
     }
@@ -429,7 +472,7 @@ export class Viewer {
 
   #broadcastMeta(always) {
     const list = this.#instanceList();
-    // `frame` changes every poll; only the shape of the scene matters here.
+    // `frame` changes every poll; only the state of the scene matters here.
     const json = JSON.stringify(list.map(({ frame, ...rest }) => rest));
     if (!always && json === this.lastMetaJson) return;
     this.lastMetaJson = json;

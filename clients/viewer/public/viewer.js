@@ -7,8 +7,12 @@ import { decodeFrame, decodeHeader } from './frame.js';
 
 // ---- state and test hook ---------------------------------------------------
 
-// Instance colours, by slot (the low 16 bits of the id), the same in every viewer.
-const PALETTE = [0xe8743b, 0x1fa88e, 0x9b6bd6, 0xd9b43c, 0xd9546e, 0x6fbf4a, 0x4c9ffe, 0xc97f3f];
+// Instance colours: warm ones for cloth, cool ones for soft bodies, picked by
+// slot (the low 16 bits of the id), the same in every viewer.
+const PALETTES = {
+  cloth: [0xe8743b, 0xd9b43c, 0xd9546e, 0xc97f3f],
+  softbody: [0x1fa88e, 0x6fbf4a, 0x9b6bd6, 0x3fc1d9],
+};
 const STATS_WINDOW_MS = 1000;
 const IDLE_MS = 1500;
 
@@ -20,6 +24,7 @@ const state = {
   debug: false,
   globalWind: [0, 0, 0],
   meta: new Map(),      // id -> metadata from the server
+  topology: new Map(),  // id -> {kind, particles, triangles, uvs, maxIndex} from clothd's `topology`
   views: new Map(),     // id -> InstanceView
   incoming: new Map(),  // id -> newest frame (ArrayBuffer) not yet drawn
   arrivals: new Map(),  // id -> [{t, frame}] within the stats window
@@ -35,6 +40,9 @@ const hook = {
   frames: {},      // id -> newest frame number received
   rendered: {},    // id -> frame number on screen
   instances: [],   // metadata as the server sent it
+  topology: {},    // id -> triangle count of the topology received
+  meshes: {},      // id -> what is drawn: {type, kind: 'mesh'|'points', source: 'topology'|'grid'|null, triangles, particles}
+  colours: {},     // id -> '#rrggbb', the instance's colour
   debug: false,
   globalWind: [0, 0, 0],
   selected: null,
@@ -97,11 +105,15 @@ resize();
 
 // ---- one instance in the scene -----------------------------------------------
 
-function colourOf(id) {
-  return PALETTE[((id & 0xffff) - 1 + PALETTE.length) % PALETTE.length];
+function colourOf(id, type) {
+  const p = PALETTES[type] ?? PALETTES.cloth;
+  return p[((id & 0xffff) - 1 + p.length) % p.length];
 }
 
-// Triangles of a width x height grid: two per quad (tl, bl, tr, tr, bl, br).
+const hex = (c) => `#${c.toString(16).padStart(6, '0')}`;
+
+// The fallback when clothd gives no topology: the triangles of a
+// width x height grid, two per quad (tl, bl, tr, tr, bl, br), as clothd's own.
 function gridIndex(w, h) {
   const n = w * h;
   const tris = new (n > 65535 ? Uint32Array : Uint16Array)((w - 1) * (h - 1) * 6);
@@ -142,6 +154,54 @@ function constraintIndex(w, h) {
   return { structural, shear };
 }
 
+// The grid's UVs, u = x/(width-1), v = y/(height-1) (the fallback too).
+function gridUvs(w, h) {
+  const uv = new Float32Array(2 * w * h);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      uv[2 * (y * w + x)] = x / (w - 1);
+      uv[2 * (y * w + x) + 1] = y / (h - 1);
+    }
+  }
+  return uv;
+}
+
+// Line pairs of every distinct edge of a triangle list (a soft body's
+// surface in the debug overlay).
+function edgeIndex(tris, count) {
+  const seen = new Set();
+  const pairs = [];
+  for (let t = 0; t + 2 < tris.length; t += 3) {
+    for (let k = 0; k < 3; k++) {
+      const a = tris[t + k];
+      const b = tris[t + ((k + 1) % 3)];
+      const key = a < b ? a * count + b : b * count + a;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      pairs.push(a, b);
+    }
+  }
+  return count > 65535 ? Uint32Array.from(pairs) : Uint16Array.from(pairs);
+}
+
+// Stores a `topology` message: indices as a typed array, checked once.
+function setTopology(msg) {
+  const n = Number(msg.particles);
+  const list = Array.isArray(msg.triangles) ? msg.triangles : [];
+  let maxIndex = list.length % 3 === 0 ? -1 : Infinity;
+  for (const i of list) {
+    if (!Number.isInteger(i) || i < 0) { maxIndex = Infinity; break; }
+    if (i > maxIndex) maxIndex = i;
+  }
+  const Arr = n > 65535 ? Uint32Array : Uint16Array;
+  const uvs = Array.isArray(msg.uvs) && msg.uvs.length === 2 * n ? Float32Array.from(msg.uvs) : null;
+  state.topology.set(msg.instance, { kind: msg.kind, particles: n, triangles: Arr.from(list), uvs, maxIndex });
+  hook.topology[msg.instance] = Math.floor(list.length / 3);
+  // Drawn anew from these triangles (with the newest frame).
+  state.views.get(msg.instance)?.resetSurface();
+  markDirty();
+}
+
 const Y_AXIS = new THREE.Vector3(0, 1, 0);
 const Z_AXIS = new THREE.Vector3(0, 0, 1);
 const markerGeometry = new THREE.SphereGeometry(1, 12, 8);
@@ -174,13 +234,10 @@ class InstanceView {
 
   setMeta(meta) {
     this.meta = meta;
-    const layout = `${meta.width}x${meta.height}`;
+    const layout = `${meta.type}:${meta.width}x${meta.height}:${meta.topology}`;
     if (layout !== this.layout) {
       this.layout = layout;
-      this.#disposeSurface();
-      this.count = -1;
-      // Rebuilt with the next frame; the last one again if none is waiting.
-      if (this.lastBuf && !state.incoming.has(this.id)) state.incoming.set(this.id, this.lastBuf);
+      this.resetSurface();
     }
     // Shapes are rebuilt when they change; moved colliders are only placed.
     const list = meta.colliders ?? [];
@@ -193,54 +250,90 @@ class InstanceView {
     this.#buildPins();
   }
 
-  // Makes the surface for `count` particles: a shaded grid when the count
-  // matches width x height (cloth), else a point cloud.
+  // Drops the surface: it is made again, from the current metadata and
+  // topology, with the next frame (the last one again if none is waiting).
+  resetSurface() {
+    this.#disposeSurface();
+    this.count = -1;
+    if (this.lastBuf && !state.incoming.has(this.id)) state.incoming.set(this.id, this.lastBuf);
+  }
+
+  // Whether the surface can be made: the metadata is here and, when clothd
+  // has a topology for the instance, so are its triangles.
+  ready() {
+    return !!this.meta && (this.meta.topology !== 'ok' || state.topology.has(this.id));
+  }
+
+  // The triangles for `count` particles: clothd's topology when it has one
+  // that fits, else (an older clothd) a cloth's grid built here, else none.
+  #surfaceOf(count) {
+    const m = this.meta;
+    const t = state.topology.get(this.id);
+    if (t && t.particles === count && t.maxIndex < count && t.triangles.length >= 3) {
+      return { index: t.triangles, uvs: t.uvs, source: 'topology' };
+    }
+    if (m && m.type !== 'softbody' && m.width * m.height === count && m.width >= 2 && m.height >= 2) {
+      return { index: gridIndex(m.width, m.height), uvs: gridUvs(m.width, m.height), source: 'grid' };
+    }
+    return null;
+  }
+
+  // Makes the surface for `count` particles: shaded triangles (a cloth
+  // double-sided, a soft body's closed surface from outside), else a point
+  // cloud; plus the debug overlay's lines.
   #buildSurface(count) {
     this.#disposeSurface();
     this.count = count;
     const m = this.meta;
+    const soft = m?.type === 'softbody';
     const positions = new THREE.BufferAttribute(new Float32Array(3 * count), 3);
     positions.setUsage(THREE.DynamicDrawUsage);
     this.positions = positions;
-    const colour = colourOf(this.id);
-    if (m && m.width * m.height === count && m.width >= 2 && m.height >= 2) {
-      const w = m.width;
-      const h = m.height;
+    const colour = colourOf(this.id, m?.type);
+    hook.colours[this.id] = hex(colour);
+    const surface = this.#surfaceOf(count);
+    this.lines = [];
+    if (surface) {
       const geo = new THREE.BufferGeometry();
       geo.setAttribute('position', positions);
-      const uv = new Float32Array(2 * count);
-      for (let y = 0; y < h; y++) {
-        for (let x = 0; x < w; x++) {
-          uv[2 * (y * w + x)] = x / (w - 1);
-          uv[2 * (y * w + x) + 1] = y / (h - 1);
-        }
-      }
-      geo.setAttribute('uv', new THREE.BufferAttribute(uv, 2));
-      geo.setIndex(new THREE.BufferAttribute(gridIndex(w, h), 1));
+      if (surface.uvs) geo.setAttribute('uv', new THREE.BufferAttribute(surface.uvs, 2));
+      geo.setIndex(new THREE.BufferAttribute(surface.index, 1));
       this.material = new THREE.MeshStandardMaterial({
-        color: colour, side: THREE.DoubleSide, roughness: 0.78, metalness: 0, polygonOffset: true,
-        polygonOffsetFactor: 1, polygonOffsetUnits: 1,
+        color: colour, side: soft ? THREE.FrontSide : THREE.DoubleSide, roughness: soft ? 0.5 : 0.78, metalness: 0,
+        polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 1,
       });
       this.mesh = new THREE.Mesh(geo, this.material);
       this.mesh.userData.instance = this.id;
       this.mesh.frustumCulled = false;
       this.group.add(this.mesh);
+      this.edge = surface.index.length >= 2 ? [surface.index[0], surface.index[1]] : null;
 
-      const { structural, shear } = constraintIndex(w, h);
-      const sGeo = new THREE.BufferGeometry();
-      sGeo.setAttribute('position', positions);
-      sGeo.setIndex(new THREE.BufferAttribute(structural, 1));
-      const dGeo = new THREE.BufferGeometry();
-      dGeo.setAttribute('position', positions);
-      dGeo.setIndex(new THREE.BufferAttribute(shear, 1));
-      this.lines = [new THREE.LineSegments(sGeo, structuralMaterial), new THREE.LineSegments(dGeo, shearMaterial)];
-      for (const l of this.lines) {
+      // Debug lines: a cloth's constraints (structural, shear), or the edges
+      // of a soft body's surface.
+      const lineSets = [];
+      if (!soft && m && m.width * m.height === count && m.width >= 2 && m.height >= 2) {
+        const { structural, shear } = constraintIndex(m.width, m.height);
+        lineSets.push([structural, structuralMaterial], [shear, shearMaterial]);
+      } else {
+        lineSets.push([edgeIndex(surface.index, count), structuralMaterial]);
+      }
+      for (const [index, material] of lineSets) {
+        const lGeo = new THREE.BufferGeometry();
+        lGeo.setAttribute('position', positions);
+        lGeo.setIndex(new THREE.BufferAttribute(index, 1));
+        const l = new THREE.LineSegments(lGeo, material);
         l.frustumCulled = false;
         this.group.add(l);
+        this.lines.push(l);
       }
-    } else {
-      this.lines = [];
     }
+    hook.meshes[this.id] = {
+      type: m?.type ?? null,
+      kind: surface ? 'mesh' : 'points',
+      source: surface ? surface.source : null,
+      triangles: surface ? surface.index.length / 3 : 0,
+      particles: count,
+    };
     const pGeo = new THREE.BufferGeometry();
     pGeo.setAttribute('position', positions);
     const surfaceless = !this.mesh;
@@ -271,6 +364,7 @@ class InstanceView {
     this.points = null;
     this.lines = [];
     this.material = null;
+    this.edge = null;
   }
 
   #buildPins() {
@@ -361,9 +455,11 @@ class InstanceView {
     this.positions.needsUpdate = true;
     if (this.mesh) this.mesh.geometry.computeVertexNormals();
     if (this.frame < 0 && this.count >= 2) {
-      // Marker size from the spacing of the first two particles.
+      // Marker size from the length of an edge (the first two particles
+      // without triangles).
       const p = this.positions.array;
-      const d = Math.hypot(p[3] - p[0], p[4] - p[1], p[5] - p[2]);
+      const [a, b] = this.edge ?? [0, 1];
+      const d = Math.hypot(p[3 * b] - p[3 * a], p[3 * b + 1] - p[3 * a + 1], p[3 * b + 2] - p[3 * a + 2]);
       this.markerRadius = Math.min(Math.max(d * 0.28, 0.004), 0.08) || 0.02;
     }
     this.#placePins();
@@ -401,6 +497,8 @@ class InstanceView {
     this.#disposeSurface();
     this.#buildColliders([]);
     scene.remove(this.group);
+    delete hook.meshes[this.id];
+    delete hook.colours[this.id];
   }
 }
 
@@ -559,6 +657,9 @@ function onJson(msg) {
     case 'instances':
       syncInstances(msg.instances);
       break;
+    case 'topology':
+      setTopology(msg);
+      break;
     case 'debug':
       setDebug(msg.enabled);
       break;
@@ -609,6 +710,8 @@ function syncInstances(list) {
     state.meta.delete(id);
     state.views.get(id)?.dispose();
     state.views.delete(id);
+    state.topology.delete(id);
+    delete hook.topology[id];
     state.incoming.delete(id);
     state.arrivals.delete(id);
     state.lastFrame.delete(id);
@@ -618,6 +721,7 @@ function syncInstances(list) {
   buildRows();
   if (state.selected !== null && !state.meta.has(state.selected)) select(null);
   renderSelection();
+  showWind(); // the selected instance's own wind and the unit may have changed
   markDirty();
 }
 
@@ -668,15 +772,18 @@ function buildRows() {
       li.innerHTML = '<span class="name"><span class="swatch"></span><span class="label"></span>'
         + '<span class="size"></span><span class="flag" hidden></span></span>'
         + '<span class="num frame">–</span><span class="num step">–</span><span class="num fps">–</span>';
-      li.querySelector('.swatch').style.background = `#${colourOf(id).toString(16).padStart(6, '0')}`;
       li.addEventListener('click', () => select(id));
     }
+    li.querySelector('.swatch').style.background = hex(colourOf(id, m.type));
     li.querySelector('.label').textContent = `#${id}`;
-    li.querySelector('.size').textContent = m.width && m.height ? `${m.width}×${m.height}` : `${m.particles} p`;
+    const soft = m.type === 'softbody';
+    li.querySelector('.size').textContent = soft ? `soft ${m.particles}` : m.width && m.height ? `${m.width}×${m.height}` : `${m.particles} p`;
+    li.title = soft ? `soft body, ${m.particles} particles` : `cloth, ${m.width} × ${m.height} particles`;
     const flag = li.querySelector('.flag');
-    flag.hidden = m.enabled !== false;
-    flag.textContent = m.unstable ? 'unstable' : 'disabled';
+    flag.hidden = m.enabled !== false && !m.sleeping;
+    flag.textContent = m.unstable ? 'unstable' : m.enabled === false ? 'disabled' : 'sleeping';
     flag.classList.toggle('unstable', !!m.unstable);
+    flag.classList.toggle('sleeping', m.enabled !== false && !!m.sleeping);
     li.classList.toggle('selected', id === state.selected);
     ul.appendChild(li);
   }
@@ -717,6 +824,18 @@ function fmt3(v) {
   return v ? `[${v.map((x) => Number(x).toFixed(2)).join(', ')}]` : '–';
 }
 
+// clothd's wind models: "aero" (the default; a clothd that does not say has
+// it too) takes the wind as the air's velocity, "constant" as an acceleration.
+function windUnitOf(model) {
+  return model === 'constant' ? 'm/s²' : 'm/s';
+}
+
+function stateOf(m) {
+  if (m.unstable) return 'unstable (disabled)';
+  if (m.enabled === false) return 'disabled';
+  return m.sleeping ? 'sleeping (no frames until something wakes it)' : 'enabled';
+}
+
 function renderSelection() {
   const dl = $('selection');
   const m = state.meta.get(state.selected);
@@ -727,17 +846,23 @@ function renderSelection() {
   }
   const lf = state.lastFrame.get(m.instance);
   const s = statsOf(m.instance, performance.now());
+  const soft = m.type === 'softbody';
+  const unit = windUnitOf(m.windModel);
   const rows = [
-    ['instance', `${m.instance} (${m.type})`],
-    ['grid', `${m.width} × ${m.height} = ${m.particles} particles`],
+    ['instance', `${m.instance} (${soft ? 'soft body' : m.type ?? 'cloth'})`],
+    soft
+      ? ['mesh', `${m.particles} particles, ${m.triangles ?? '?'} surface triangles`]
+      : ['grid', `${m.width} × ${m.height} = ${m.particles} particles`],
     ['constraints', String(m.constraints ?? '–')],
-    ['state', m.unstable ? 'unstable (disabled)' : m.enabled === false ? 'disabled' : 'enabled'],
+    ['state', stateOf(m)],
     ['frame', lf ? String(lf.frame) : '–'],
     ['sim time', lf ? `${lf.time.toFixed(3)} s` : '–'],
     ['step time', s && !s.idle && s.stepMs !== null ? `${s.stepMs.toFixed(2)} ms (observed)` : 'idle'],
     ['fps', s && !s.idle ? s.fps.toFixed(1) : '–'],
     ['pinned', m.pinned?.length ? `${m.pinned.length} particles` : 'none'],
-    ['wind', m.wind ? `${fmt3(m.wind)} (own) + global` : 'global only'],
+    ['wind model', m.windModel === 'constant' ? 'constant: an acceleration, m/s²' : 'aero: the air\'s velocity, m/s'],
+    ['wind', m.wind && m.wind.some((v) => Number(v) !== 0) ? `${fmt3(m.wind)} ${unit} (own) + global` : 'global only'],
+    ['gravity', m.gravity ? `${fmt3(m.gravity)} m/s²` : '–'],
   ];
   for (const c of m.colliders ?? []) {
     const extra = c.type === 'plane' ? `n ${fmt3(c.normal)}`
@@ -774,8 +899,27 @@ function windScope() {
   return document.querySelector('input[name="wind-scope"]:checked').value;
 }
 
+// The wind model the sliders speak to: the selected instance's, or, for the
+// global wind, "aero" unless every instance uses "constant".
+function windModelNow() {
+  if (windScope() === 'selected') return state.meta.get(state.selected)?.windModel === 'constant' ? 'constant' : 'aero';
+  const all = [...state.meta.values()];
+  return all.length > 0 && all.every((m) => m.windModel === 'constant') ? 'constant' : 'aero';
+}
+
+function showWindUnit() {
+  const model = windModelNow();
+  const el = $('wind-unit');
+  el.textContent = model === 'constant' ? 'm/s² · acceleration' : 'm/s · air velocity';
+  el.dataset.model = model;
+  el.title = model === 'constant'
+    ? 'windModel "constant": the wind is an acceleration of every free particle (m/s²)'
+    : 'windModel "aero": the wind is the velocity of the air (m/s), acting through drag and lift';
+}
+
 let windEditing = 0; // ms timestamp of the last local edit; server echoes don't fight the user
 function showWind() {
+  showWindUnit();
   if (performance.now() - windEditing < 500) return;
   let w = state.globalWind;
   if (windScope() === 'selected') w = state.meta.get(state.selected)?.wind ?? [0, 0, 0];
@@ -784,8 +928,11 @@ function showWind() {
     $(`wind-${a}`).value = String(Math.round(v * 1000) / 1000);
     $(`wind-${a}-range`).value = String(v);
   });
+  const constant = [...state.meta.values()].filter((m) => m.windModel === 'constant').length;
   $('wind-note').textContent = windScope() === 'selected'
-    ? `instance ${state.selected} only (added to the global wind)` : 'every instance';
+    ? `instance ${state.selected} only (added to the global wind)`
+    : constant > 0 && constant < state.meta.size
+      ? `every instance (${constant} with the constant model read it as m/s²)` : 'every instance';
 }
 
 function currentWind() {
@@ -874,7 +1021,7 @@ function loop(now) {
   let applied = false;
   for (const [id, buf] of state.incoming) {
     const v = state.views.get(id);
-    if (!v) continue; // metadata not here yet; the server is fetching it
+    if (!v || !v.ready()) continue; // metadata or topology not here yet; the server is fetching them
     state.incoming.delete(id);
     try {
       v.applyFrame(buf);

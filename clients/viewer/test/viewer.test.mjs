@@ -2,7 +2,9 @@
 // headless Chromium (Debian's, driven by playwright-core). A curtain in the
 // wind must show up in the panel and on the canvas, move between two
 // screenshots, follow the debug flag set from another client, and the
-// page's wind control must reach clothd. Screenshots go to build/artifacts/.
+// page's wind control must reach clothd; a soft ball beside it must be drawn
+// from its topology, in its own colour, and show when it sleeps.
+// Screenshots go to build/artifacts/.
 //
 //   CLOTHD_BIN=build/clothd node --test clients/viewer/test/
 //   CHROMIUM=/usr/bin/chromium (default)   VIEWER_UPDATE_SCREENSHOT=1 refreshes screenshot.png
@@ -11,6 +13,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -108,6 +111,33 @@ function clothPixels(img) {
   return n;
 }
 
+// Pixels of a colour's hue (within 20 degrees), saturated and lit enough
+// that shading keeps them: a soft body's green survives its light and
+// shadow, while the background, grid, colliders (grey-blue), selection box
+// (blue), pins (red) and the orange cloth all fall outside.
+function huePixels(img, hex) {
+  const hsv = (r, g, b) => {
+    const max = Math.max(r, g, b);
+    const d = max - Math.min(r, g, b);
+    let h = 0;
+    if (d > 0) {
+      if (max === r) h = 60 * (((g - b) / d) % 6);
+      else if (max === g) h = 60 * ((b - r) / d + 2);
+      else h = 60 * ((r - g) / d + 4);
+    }
+    return { h: (h + 360) % 360, s: max ? d / max : 0, v: max / 255 };
+  };
+  const c = parseInt(hex.slice(1), 16);
+  const want = hsv(c >> 16, (c >> 8) & 0xff, c & 0xff).h;
+  let n = 0;
+  for (let i = 0; i < img.rgba.length; i += 4) {
+    const p = hsv(img.rgba[i], img.rgba[i + 1], img.rgba[i + 2]);
+    const dh = Math.abs(p.h - want);
+    if (p.s > 0.35 && p.v > 0.15 && Math.min(dh, 360 - dh) < 20) n++;
+  }
+  return n;
+}
+
 function changedPixels(a, b) {
   assert.equal(a.rgba.length, b.rgba.length);
   let n = 0;
@@ -118,6 +148,42 @@ function changedPixels(a, b) {
   return n;
 }
 
+// A stand-in for an older clothd: one 4 x 3 cloth, every command the viewer
+// uses but `topology` (unknown_command), and no windModel/wind/gravity in
+// `get`. Enough to watch the page fall back to drawing the grid itself.
+function startOldClothd() {
+  const w = 4;
+  const h = 3;
+  const positions = [];
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) positions.push(-0.3 + 0.2 * x, 1.5 - 0.2 * y, 0);
+  const frame = Buffer.alloc(40 + 12 * w * h);
+  Buffer.from([0x89, 0x43, 0x4c, 0x46]).copy(frame, 0);
+  frame.writeUInt16LE(1, 4);
+  frame.writeUInt32LE(frame.length, 8);
+  frame.writeUInt32LE(1, 12);
+  frame.writeUInt32LE(w * h, 32);
+  positions.forEach((v, i) => frame.writeFloatLE(v, 40 + 4 * i));
+  const summary = { instance: 1, type: 'cloth', particles: w * h, constraints: 29, colliders: 0, enabled: true, unstable: false, frame: 0 };
+  const server = net.createServer((sock) => {
+    sock.on('error', () => {});
+    readline.createInterface({ input: sock }).on('line', (line) => {
+      const req = JSON.parse(line);
+      const ok = (r) => sock.write(JSON.stringify({ id: req.id, ok: true, ...r }) + '\n');
+      if (req.cmd === 'subscribe') {
+        ok({ all: true });
+        sock.write(frame);
+      } else if (req.cmd === 'status') {
+        ok({ instances: [summary], workers: 1, globalWind: [0, 0, 0], version: '0.0.9', debug: false, text: '' });
+      } else if (req.cmd === 'get' && req.instance === 1) {
+        ok({ instance: 1, type: 'cloth', width: w, height: h, frame: 0, time: 0, enabled: true, unstable: false, positions, pinned: [], colliders: [] });
+      } else {
+        sock.write(JSON.stringify({ id: req.id, ok: false, error: { code: 'unknown_command', message: `unknown command "${req.cmd}"` } }) + '\n');
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: server.address().port })));
+}
+
 describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }, () => {
   let clothd;
   let viewer;
@@ -125,12 +191,13 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
   let browser;
   let page;
   let cloth;
+  let ball;
   const pageErrors = [];
 
-  // Steps the curtain n times, paced so the page sees the motion.
+  // Steps the curtain and the ball n times, paced so the page sees the motion.
   async function step(n, pauseMs = 8) {
     for (let i = 0; i < n; i++) {
-      await driver.request('step', { dt: 1 / 60, instances: [cloth] });
+      await driver.request('step', { dt: 1 / 60, instances: [cloth, ball] });
       if (pauseMs) await sleep(pauseMs);
     }
     return (await driver.request('get', { instance: cloth })).frame;
@@ -166,6 +233,11 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     await driver.request('wind', { instance: cloth, wind: [0.8, 0, 2.5] });
     await driver.request('addCollider', { instance: cloth, type: 'sphere', position: [0.1, 1.3, 0.55], radius: 0.35 });
     await driver.request('addCollider', { instance: cloth, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
+    // A soft ball beside it, dropped onto the same floor.
+    ball = (await driver.request('create', {
+      type: 'softbody', shape: 'ball', radius: 0.3, resolution: 5, center: [1.5, 1, 0],
+    })).instance;
+    await driver.request('addCollider', { instance: ball, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
     viewer = await startViewer(clothd.port);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -200,6 +272,11 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     assert.equal(meta.width, W);
     assert.equal(meta.pinned.length, W);
     assert.deepEqual(meta.colliders.map((c) => c.type), ['sphere', 'plane']);
+    assert.equal(meta.windModel, 'aero');
+    assert.deepEqual(meta.wind, [0.800000012, 0, 2.5]); // get's own wind, as clothd prints it
+    const soft = page.locator(`#instances li[data-instance="${ball}"]`);
+    await soft.waitFor({ state: 'visible', timeout: 10000 });
+    assert.match(await soft.textContent(), /soft 1\d\d/);
   });
 
   it('advances the frame counter as clothd steps', async () => {
@@ -251,13 +328,101 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     assert.match(details, /24 particles/);
     assert.match(details, /sphere/);
     assert.match(details, /plane/);
-    // The camera flies to the selection; the README's picture is this view.
-    await sleep(600);
+    assert.match(details, /wind model\s*aero/);
+    assert.match(details, /\[0\.80, 0\.00, 2\.50\] m\/s \(own\)/);
+    await sleep(600); // the camera flies to the selection
     await shot('selected');
+  });
+
+  it('draws the soft ball as a mesh from its topology', async () => {
+    const topo = await driver.request('topology', { instance: ball });
+    const triangles = topo.triangles.length / 3;
+    assert.ok(triangles > 0);
+    const frame = await step(10);
+    await waitRendered(frame);
+    await waitFor('the ball on screen', async () => (await hook()).rendered[ball] >= frame);
+    const h = await hook();
+    assert.deepEqual(h.meshes[ball], { type: 'softbody', kind: 'mesh', source: 'topology', triangles, particles: topo.particles });
+    assert.equal(h.topology[ball], triangles);
+    // The curtain from its topology too: clothd's grid, two triangles a cell.
+    assert.deepEqual(h.meshes[cloth], { type: 'cloth', kind: 'mesh', source: 'topology', triangles: 2 * (W - 1) * (H - 1), particles: W * H });
+    assert.notEqual(h.colours[ball], h.colours[cloth]);
+    // Everything in view (A), nothing selected: the ball's colour is on the canvas.
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('a');
+    await sleep(700);
+    const { img } = await shot('ball');
+    const n = huePixels(img, h.colours[ball]);
+    const total = img.width * img.height;
+    assert.ok(n > total * 0.002, `ball-coloured (${h.colours[ball]}) pixels: ${n} of ${total}`);
+    assert.ok(clothPixels(img) > total * 0.01, 'the curtain is in view too');
+  });
+
+  it('labels the wind in m/s for the aero curtain, m/s² for a constant-model instance', async () => {
+    const unit = page.locator('#wind-unit');
+    await page.locator('input[name="wind-scope"][value="global"]').check();
+    assert.match(await unit.textContent(), /^m\/s(?!²)/); // curtain and ball are both aero
+    await page.locator(`#instances li[data-instance="${cloth}"]`).click();
+    await page.locator('#wind-scope-selected').check();
+    await waitFor('m/s for the curtain', async () => /^m\/s(?!²)/.test(await unit.textContent()));
+    assert.equal(await page.locator('#wind-x').inputValue(), '0.8'); // its own wind from get
+    assert.equal(await page.locator('#wind-z').inputValue(), '2.5');
+    // The ball switched to the seed's constant model: its wind is an acceleration.
+    await driver.request('set', { instance: ball, windModel: 'constant' });
+    await step(2);
+    await page.locator(`#instances li[data-instance="${ball}"]`).click();
+    await page.locator('#wind-scope-selected').check();
+    await waitFor('m/s² for the constant-model ball', async () => /^m\/s²/.test(await unit.textContent()));
+    assert.match(await page.locator('#selection').textContent(), /wind model\s*constant/);
+    // All instances: m/s while one of them (the curtain) is aero.
+    await page.locator('input[name="wind-scope"][value="global"]').check();
+    assert.match(await unit.textContent(), /^m\/s(?!²)/);
+    assert.match(await page.locator('#wind-note').textContent(), /1 with the constant model/);
+    await driver.request('set', { instance: ball, windModel: 'aero' });
+    await step(2);
+    await waitFor('the ball aero again', async () => (await hook()).instances.find((m) => m.instance === ball)?.windModel === 'aero');
+  });
+
+  it('pictures the curtain and the ball for the README', async () => {
+    // The curtain selected (its details in the panel), everything framed.
+    await page.locator(`#instances li[data-instance="${cloth}"]`).click();
+    await page.locator('input[name="wind-scope"][value="global"]').check();
+    const frame = await step(30);
+    await waitRendered(frame);
+    await page.keyboard.press('a');
+    await sleep(700);
+    const { img } = await shot('readme');
+    const total = img.width * img.height;
+    assert.ok(clothPixels(img) > total * 0.02);
+    assert.ok(huePixels(img, (await hook()).colours[ball]) > total * 0.002);
     const readme = path.join(VIEWER_DIR, 'screenshot.png');
     if (!fs.existsSync(readme) || process.env.VIEWER_UPDATE_SCREENSHOT === '1') {
-      fs.copyFileSync(path.join(ARTIFACTS, 'viewer-selected-page.png'), readme);
+      fs.copyFileSync(path.join(ARTIFACTS, 'viewer-readme-page.png'), readme);
     }
+  });
+
+  it('shows a sleeping instance as sleeping, still drawn, without frames', async () => {
+    // A sleepier ball: at rest on the floor it falls asleep within seconds.
+    await driver.request('set', { instance: ball, sleepThreshold: 0.1 });
+    let asleep = false;
+    for (let i = 0; i < 1200 && !asleep; i++) {
+      asleep = (await driver.request('step', { dt: 1 / 60, instances: [ball] })).sleeping.includes(ball);
+    }
+    assert.ok(asleep, 'the ball falls asleep');
+    await page.locator(`#instances li[data-instance="${ball}"]`).click();
+    await waitFor('"sleeping" in the selection', async () => /state\s*sleeping/.test(await page.locator('#selection').textContent()));
+    const flag = page.locator(`#instances li[data-instance="${ball}"] .flag`);
+    assert.equal(await flag.textContent(), 'sleeping');
+    assert.equal(await flag.isVisible(), true);
+    const frames = (await hook()).frames[ball];
+    for (let i = 0; i < 10; i++) await driver.request('step', { dt: 1 / 60, instances: [ball] });
+    await sleep(300);
+    const h = await hook();
+    assert.equal(h.frames[ball], frames, 'a sleeping instance sends no frames');
+    assert.equal(h.meshes[ball].kind, 'mesh');
+    // Touching it wakes it: the flag goes.
+    await driver.request('wind', { instance: ball, wind: [0, 0, 0] });
+    await waitFor('awake again', async () => !(await flag.isVisible()), 5000);
   });
 
   it('follows the debug flag set by another client', async () => {
@@ -331,9 +496,9 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
       return !st.instances.some((m) => m.instance === big);
     });
     await page.goto(viewer.url);
-    await waitFor('the page back with the curtain only', async () => {
+    await waitFor('the page back with the curtain and the ball only', async () => {
       const h = await hook();
-      return h.connected && h.instances.length === 1 && h.frames[cloth] !== undefined;
+      return h.connected && h.instances.length === 2 && h.frames[cloth] !== undefined && h.meshes[ball]?.kind === 'mesh';
     });
   });
 
@@ -369,6 +534,26 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     await waitFor('reconnected', async () => (await hook()).connected === true, 5000);
     // The old curtain is gone with the old server: the list follows.
     await waitFor('empty instance list', async () => (await hook()).instances.length === 0, 5000);
+  });
+
+  it('draws a cloth from its own grid when clothd has no topology', async () => {
+    const old = await startOldClothd();
+    const v = await startViewer(old.port);
+    const p2 = await browser.newPage({ viewport: { width: 800, height: 600 } });
+    p2.on('pageerror', (err) => pageErrors.push(`old clothd page: ${err.message}`));
+    try {
+      await p2.goto(v.url);
+      const mesh = await waitFor('the cloth drawn', () => p2.evaluate(() => window.__clothd.meshes[1]));
+      assert.deepEqual(mesh, { type: 'cloth', kind: 'mesh', source: 'grid', triangles: 2 * 3 * 2, particles: 12 });
+      const h = await p2.evaluate(() => window.__clothd);
+      assert.equal(h.instances[0].topology, 'unavailable');
+      assert.equal(h.topology[1], undefined);
+      assert.match(await p2.locator('#wind-unit').textContent(), /^m\/s(?!²)/); // no windModel: the default, aero
+    } finally {
+      await p2.close();
+      await stop(v.child);
+      await new Promise((r) => old.server.close(r));
+    }
   });
 
   it('raised no page errors', () => {
