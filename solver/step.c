@@ -70,6 +70,7 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
         cd_instance_wake(inst);
     }
     if (inst->sleeping) {
+        reset_impulses(inst); /* nothing was handed over in this step */
         inst->frame++;
         inst->time += dt;
         result.sleeping = true;
@@ -111,6 +112,12 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
                 cd_stage_self_collide(inst);
         }
         cd_stage_collide(inst, &sub);
+        if (self_collision) {
+            /* Colliders press folds together: separate once more, then
+             * let the colliders have the last word again. */
+            cd_stage_self_collide(inst);
+            cd_stage_collide(inst, &sub);
+        }
     }
     cd_stage_finish_pins(inst);
     cd_stage_finish_colliders(inst);

@@ -26,15 +26,15 @@ static double closest_unconnected(const cd_instance *cloth, int w)
     return best;
 }
 
-/* A 48x48 sheet (spacing 0.02) dropped slanted onto a frictionless floor,
+/* A 64x64 sheet (spacing 0.02) dropped slanted onto a frictionless floor,
  * where it folds over itself; 4 s at 60 Hz. */
 static double drop_in_folds(float self_distance)
 {
     cd_world *world = fx_world();
     cd_cloth_def def = cd_default_cloth_def();
-    def.width = def.height = 48;
+    def.width = def.height = 64;
     def.spacing = 0.02f;
-    def.origin = fx_v3(0, 0.05f + 47 * 0.02f, 0);
+    def.origin = fx_v3(0, 0.05f + 63 * 0.02f, 0);
     def.down = fx_v3(0, -1, 0.15f);
     def.self_distance = self_distance;
     def.substeps = 8;
@@ -45,7 +45,7 @@ static double drop_in_folds(float self_distance)
     cr_assert_eq(cd_instance_add_collider(cloth, &floor, &cid), CD_OK);
     for (int step = 0; step < 240; step++)
         cr_assert(!cd_instance_step(cloth, FX_DT, fx_no_wind()).unstable);
-    double closest = closest_unconnected(cloth, 48);
+    double closest = closest_unconnected(cloth, 64);
     cd_world_destroy(world);
     return closest;
 }
@@ -54,11 +54,12 @@ Test(solver_self, folded_sheet_keeps_unconnected_particles_apart)
 {
     const float d = 0.016f; /* 0.8 x spacing, as seed 003 advises */
     double with = drop_in_folds(d), without = drop_in_folds(0.0f);
-    /* Without it the folds pass through each other; with it the closest
-     * unconnected pair stays beyond 0.8 d (measured at 64x64: 0.88 d;
-     * the issue's target of 0.9 d is not met in every configuration). */
+    /* Without it the folds pass through each other; with it no two
+     * unconnected particles end closer than 0.9 d (measured 0.94 d with 8
+     * substeps; 0.92 d with 4, 0.81 d with 2: fewer substeps let more
+     * through). */
     cr_assert(without < 0.25 * d, "without self-collision: %.4f", without);
-    cr_assert(with > 0.8 * d, "with self-collision: %.4f (%.2f d)", with, with / d);
+    cr_assert(with >= 0.9 * d, "with self-collision: %.4f (%.2f d)", with, with / d);
 }
 
 Test(solver_self, a_sheet_with_self_collision_still_lies_flat)
