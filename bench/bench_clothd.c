@@ -7,7 +7,9 @@
  * The curtain: W x W particles, the seed's defaults (spacing 0.1 m, total
  * mass 1 kg, stiffness 0.9, bend 0.5, damping 0.01, right (1,0,0), down
  * (0,-1,0), g (0,-9.81,0)) with the given solver iterations, the top row
- * (row 0, particles 0..W-1) pinned in place, dt 1/60.
+ * (row 0, particles 0..W-1) pinned in place, dt 1/60. It runs the seed's
+ * solver, as Bullet's peer does: no tethers, the seed's constant wind (no
+ * aerodynamics), no sleeping (a sleeping curtain would time nothing).
  *
  * Usage:
  *   bench_clothd           runs a default script and prints one line per case
@@ -24,6 +26,24 @@
  *                            alternating, then a position hash of each set
  *                                                                    -> WORKERS
  *   memory W H               cd_instance_memory of a W x H cloth   -> MEMORY
+ * The solver's depth (issue 3; the curtain there has clothd's default
+ * options unless a command says otherwise, sleeping off):
+ *   depth N SUBSTEPS ITERS TETHERS AIR STEPS
+ *                            a fresh curtain, STEPS steps; strain at the
+ *                            end, µs/step over the second half      -> DEPTH
+ *   release N SUBSTEPS ITERS TETHERS STEPS
+ *                            a fresh curtain created horizontal (down +z),
+ *                            top row pinned, left to swing down; the peak
+ *                            strain over STEPS steps and at the end -> RELEASE
+ *   stretch MODE ITERS HZ    the 16 x 16 sheet of test_solver_xpbd.c, 4 s
+ *                            (MODE 0: XPBD compliance, 1: the seed's
+ *                            stiffness 0.5); its settled stretch   -> STRETCH
+ *   hang N MODE START STEPS  MODE 0: defaults, 1: no tethers, 2: the
+ *                            seed's solver; START 0: hanging, 1: released
+ *                            from horizontal; strain at 5 s and at the end,
+ *                            µs/step                               -> HANG
+ *   sleep N SAMPLES          a default curtain left to fall asleep, timed
+ *                            against an awake twin                 -> SLEEP
  *   quit
  * Errors: `ERROR {"message":...}` and exit code 1. A determinism mismatch is
  * reported in WORKERS with "identical":false; the run goes on and exits 1.
@@ -115,13 +135,35 @@ static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
 
 /* ---- curtains --------------------------------------------------------- */
 
-/* Creates a pinned curtain in `world`; NULL (and a printed error) on failure. */
+/* The first seed's solver: no tethers, wind as a constant acceleration (so
+ * no aerodynamics stage), no sleeping. Everything else as cd_default. */
+static void seed_solver(cd_cloth_def *def)
+{
+    def->tethers = false;
+    def->wind_model = CD_WIND_CONSTANT;
+    def->sleep_threshold = 0.0f;
+}
+
+static cd_instance *pinned_curtain(cd_world *world, const cd_cloth_def *def_in);
+
+/* Creates the Bullet comparison's curtain in `world` (the seed's solver,
+ * top row pinned); NULL (and a printed error) on failure. */
 static cd_instance *make_curtain(cd_world *world, int n, int iters)
 {
     cd_cloth_def def = cd_default_cloth_def();
     def.width = n;
     def.height = n;
     def.solver_iterations = iters;
+    seed_solver(&def);
+    return pinned_curtain(world, &def);
+}
+
+/* Creates `def` in `world` and pins its top row in place; NULL (and a
+ * printed error) on failure. */
+static cd_instance *pinned_curtain(cd_world *world, const cd_cloth_def *def_in)
+{
+    const cd_cloth_def def = *def_in;
+    const int n = def.width;
     cd_id id = 0;
     cd_status status = cd_world_create_cloth(world, &def, &id);
     if (status != CD_OK) {
@@ -133,14 +175,17 @@ static cd_instance *make_curtain(cd_world *world, int n, int iters)
         fail("cd_world_get returned NULL for a fresh id");
         return NULL;
     }
-    /* The default layout hangs the sheet from row 0: particle x of row y is
-     * at origin + right * x * spacing + down * y * spacing. Check it. */
+    /* The layout hangs the sheet from row 0: particle x of row y is at
+     * origin + right * x * spacing + down * y * spacing. Check it. */
     const float *p = cd_instance_positions(inst);
     const float s = def.spacing;
-    if (p[3] < 0.99f * s || p[3] > 1.01f * s || p[3 * n + 1] > -0.99f * s ||
-        p[3 * n + 1] < -1.01f * s) {
-        fail("unexpected particle layout: row 0 is not the top row");
-        return NULL;
+    const float down[3] = {def.down.x, def.down.y, def.down.z};
+    for (int k = 0; k < 3; k++) {
+        const float step_down = p[3 * n + k] - p[k];
+        if (step_down < down[k] * s - 0.01f * s || step_down > down[k] * s + 0.01f * s) {
+            fail("unexpected particle layout: row 0 is not the top row");
+            return NULL;
+        }
     }
     for (int x = 0; x < n; x++) {
         if (cd_instance_pin(inst, (uint32_t)x, NULL) != CD_OK) {
@@ -403,6 +448,220 @@ static int cmd_memory(bench_state *st, int w, int h)
     return 0;
 }
 
+/* ---- the solver's depth (issue 3) ------------------------------------- */
+
+#define DEPTH_CHUNKS 5
+
+/* Steps `inst` `steps` times in DEPTH_CHUNKS chunks and returns the median
+ * wall and thread-CPU µs per step of the chunks; false when the guard fired. */
+static bool time_steps(cd_instance *inst, int steps, double *us, double *cpu_us)
+{
+    double wall[DEPTH_CHUNKS], cpu[DEPTH_CHUNKS];
+    const int chunk = steps / DEPTH_CHUNKS > 0 ? steps / DEPTH_CHUNKS : 1;
+    bool ok = true;
+    for (int k = 0; k < DEPTH_CHUNKS; k++) {
+        const double c0 = thread_cpu_seconds(), t0 = now_seconds();
+        ok = step_curtain(inst, chunk) && ok;
+        wall[k] = (now_seconds() - t0) * 1e6 / chunk;
+        cpu[k] = (thread_cpu_seconds() - c0) * 1e6 / chunk;
+    }
+    *us = median(wall, DEPTH_CHUNKS);
+    *cpu_us = median(cpu, DEPTH_CHUNKS);
+    return ok;
+}
+
+/* A default curtain (clothd's options) with sleeping off. */
+static cd_cloth_def depth_curtain(int n)
+{
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = n;
+    def.height = n;
+    def.sleep_threshold = 0.0f;
+    return def;
+}
+
+static int cmd_depth(bench_state *st, int n, int substeps, int iters, int tethers, int air,
+                     int steps)
+{
+    cd_cloth_def def = depth_curtain(n);
+    def.substeps = substeps;
+    def.solver_iterations = iters;
+    def.tethers = tethers != 0;
+    if (!air)
+        def.air_density = 0.0f;
+    cd_instance *inst = pinned_curtain(st->world, &def);
+    if (inst == NULL)
+        return 1;
+    double us = 0.0, cpu_us = 0.0;
+    bool ok = step_curtain(inst, steps - steps / 2);
+    ok = time_steps(inst, steps / 2, &us, &cpu_us) && ok;
+    const double strain = cd_instance_max_structural_strain(inst);
+    cd_world_destroy_instance(st->world, cd_instance_id(inst));
+    if (!ok)
+        return fail("depth: the instability guard fired");
+    emit("DEPTH",
+         "{\"engine\":\"clothd\",\"n\":%d,\"substeps\":%d,\"iters\":%d,\"tethers\":%s,"
+         "\"air\":%s,\"steps\":%d,\"strain\":%.6f,\"us\":%.2f,\"cpu_us\":%.2f}",
+         n, substeps, iters, tethers ? "true" : "false", air ? "true" : "false", steps, strain,
+         us, cpu_us);
+    return 0;
+}
+
+static int cmd_release(bench_state *st, int n, int substeps, int iters, int tethers, int steps)
+{
+    cd_cloth_def def = depth_curtain(n);
+    def.substeps = substeps;
+    def.solver_iterations = iters;
+    def.tethers = tethers != 0;
+    def.down = (cd_vec3){0.0f, 0.0f, 1.0f};
+    cd_instance *inst = pinned_curtain(st->world, &def);
+    if (inst == NULL)
+        return 1;
+    double peak = 0.0;
+    bool ok = true;
+    for (int i = 0; i < steps; i++) {
+        ok = step_curtain(inst, 1) && ok;
+        const double strain = cd_instance_max_structural_strain(inst);
+        peak = strain > peak ? strain : peak;
+    }
+    const double strain = cd_instance_max_structural_strain(inst);
+    cd_world_destroy_instance(st->world, cd_instance_id(inst));
+    if (!ok)
+        return fail("release: the instability guard fired");
+    emit("RELEASE",
+         "{\"engine\":\"clothd\",\"n\":%d,\"substeps\":%d,\"iters\":%d,\"tethers\":%s,"
+         "\"steps\":%d,\"peak_strain\":%.6f,\"strain\":%.6f}",
+         n, substeps, iters, tethers ? "true" : "false", steps, peak, strain);
+    return 0;
+}
+
+/* The hanging sheet of tests/test_solver_xpbd.c: 16 x 16, spacing 0.05 m,
+ * 1 kg, top row pinned, no tethers, no air, velocity_retention 0.05/s,
+ * 8 substeps; XPBD (stretch 0.005 m/N, bend 0.02 m/N) or the seed's
+ * stiffness 0.5. Settled for 4 s; the stretch is how far the bottom row's
+ * mean hangs below its rest length, 0.75 m. */
+static int cmd_stretch(bench_state *st, int mode, int iters, int hz)
+{
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = def.height = 16;
+    def.spacing = 0.05f;
+    def.solver_iterations = iters;
+    def.substeps = 8;
+    def.tethers = false;
+    def.air_density = 0.0f;
+    def.velocity_retention = 0.05f;
+    def.sleep_threshold = 0.0f;
+    if (mode == 0) {
+        def.stretch_compliance = 0.005f;
+        def.bend_compliance = 0.02f;
+        def.stiffness = def.bend_stiffness = 1.0f;
+    } else {
+        def.stiffness = def.bend_stiffness = 0.5f;
+    }
+    cd_instance *inst = pinned_curtain(st->world, &def);
+    if (inst == NULL)
+        return 1;
+    const float dt = 1.0f / (float)hz;
+    const cd_vec3 no_wind = {0.0f, 0.0f, 0.0f};
+    bool ok = true;
+    for (int i = 0; i < 4 * hz; i++)
+        ok = !cd_instance_step(inst, dt, no_wind).unstable && ok;
+    const float *p = cd_instance_positions(inst);
+    double bottom = 0.0;
+    for (int x = 0; x < 16; x++)
+        bottom += p[3 * (15 * 16 + x) + 1];
+    const double stretch = (p[1] - bottom / 16.0) - 0.75;
+    cd_world_destroy_instance(st->world, cd_instance_id(inst));
+    if (!ok)
+        return fail("stretch: the instability guard fired");
+    emit("STRETCH",
+         "{\"engine\":\"clothd\",\"mode\":\"%s\",\"iters\":%d,\"hz\":%d,\"stretch_m\":%.7f}",
+         mode == 0 ? "xpbd" : "seed", iters, hz, stretch);
+    return 0;
+}
+
+static int cmd_hang(bench_state *st, int n, int mode, int start, int steps)
+{
+    cd_cloth_def def = depth_curtain(n);
+    if (mode == 1)
+        def.tethers = false;
+    else if (mode == 2)
+        seed_solver(&def);
+    if (start == 1)
+        def.down = (cd_vec3){0.0f, 0.0f, 1.0f}; /* released from horizontal */
+    cd_instance *inst = pinned_curtain(st->world, &def);
+    if (inst == NULL)
+        return 1;
+    const int five_seconds = 300;
+    const double c0 = thread_cpu_seconds();
+    bool ok = step_curtain(inst, steps < five_seconds ? steps : five_seconds);
+    const double strain_5s = cd_instance_max_structural_strain(inst);
+    if (steps > five_seconds)
+        ok = step_curtain(inst, steps - five_seconds) && ok;
+    const double cpu_us = (thread_cpu_seconds() - c0) * 1e6 / steps;
+    const double strain = cd_instance_max_structural_strain(inst);
+    cd_world_destroy_instance(st->world, cd_instance_id(inst));
+    if (!ok)
+        return fail("hang: the instability guard fired");
+    static const char *const modes[] = {"defaults", "no tethers", "seed"};
+    emit("HANG",
+         "{\"engine\":\"clothd\",\"n\":%d,\"mode\":\"%s\",\"start\":\"%s\",\"steps\":%d,"
+         "\"strain_5s\":%.6f,\"strain\":%.6f,\"cpu_us\":%.2f}",
+         n, modes[mode], start ? "horizontal" : "hanging", steps, strain_5s, strain, cpu_us);
+    return 0;
+}
+
+#define SLEEP_AWAKE_STEPS 20
+#define SLEEP_ASLEEP_STEPS 20000
+
+/* A default curtain (tethers: it hangs still from the start) left to fall
+ * asleep, and an awake twin with sleeping off; samples alternate. */
+static int cmd_sleep(bench_state *st, int n, int samples)
+{
+    if (samples < 1 || samples > BENCH_MAX_SAMPLES)
+        return fail("sleep: SAMPLES must be in [1, 64]");
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = def.height = n;
+    cd_instance *sleeper = pinned_curtain(st->world, &def);
+    def.sleep_threshold = 0.0f;
+    cd_instance *awake = sleeper ? pinned_curtain(st->world, &def) : NULL;
+    if (sleeper == NULL || awake == NULL)
+        return 1;
+    const cd_vec3 no_wind = {0.0f, 0.0f, 0.0f};
+    int asleep_after = 0;
+    for (int i = 1; i <= 600 && asleep_after == 0; i++)
+        if (cd_instance_step(sleeper, BENCH_DT, no_wind).sleeping)
+            asleep_after = i;
+    int rc = 0;
+    if (asleep_after == 0) {
+        rc = fail("sleep: the curtain did not fall asleep within 600 steps");
+    } else {
+        step_curtain(awake, 60);
+        double us_awake[BENCH_MAX_SAMPLES], us_asleep[BENCH_MAX_SAMPLES];
+        bool stayed = true;
+        for (int k = 0; k < samples; k++) {
+            double c0 = thread_cpu_seconds();
+            step_curtain(awake, SLEEP_AWAKE_STEPS);
+            us_awake[k] = (thread_cpu_seconds() - c0) * 1e6 / SLEEP_AWAKE_STEPS;
+            c0 = thread_cpu_seconds();
+            for (int i = 0; i < SLEEP_ASLEEP_STEPS; i++)
+                stayed = cd_instance_step(sleeper, BENCH_DT, no_wind).sleeping && stayed;
+            us_asleep[k] = (thread_cpu_seconds() - c0) * 1e6 / SLEEP_ASLEEP_STEPS;
+        }
+        const double a = median(us_awake, samples), z = median(us_asleep, samples);
+        if (!stayed)
+            rc = fail("sleep: the sleeping curtain woke up");
+        else
+            emit("SLEEP",
+                 "{\"engine\":\"clothd\",\"n\":%d,\"asleep_after_steps\":%d,\"samples\":%d,"
+                 "\"awake_cpu_us\":%.3f,\"asleep_cpu_us\":%.5f,\"ratio\":%.7f}",
+                 n, asleep_after, samples, a, z, z / a);
+    }
+    cd_world_destroy_instance(st->world, cd_instance_id(sleeper));
+    cd_world_destroy_instance(st->world, cd_instance_id(awake));
+    return rc;
+}
+
 /* ---- driver ----------------------------------------------------------- */
 
 /* Returns 0 to go on, 1 on error, 2 on quit. */
@@ -443,6 +702,31 @@ static int run_command(bench_state *st, const char *line)
             return fail("memory: expected W H");
         return cmd_memory(st, a, b);
     }
+    if (strcmp(cmd, "depth") == 0) {
+        if (got != 7 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || f < 2)
+            return fail("depth: expected N SUBSTEPS ITERS TETHERS AIR STEPS");
+        return cmd_depth(st, a, b, c, d, e, f);
+    }
+    if (strcmp(cmd, "release") == 0) {
+        if (got != 6 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || e < 1)
+            return fail("release: expected N SUBSTEPS ITERS TETHERS STEPS");
+        return cmd_release(st, a, b, c, d, e);
+    }
+    if (strcmp(cmd, "stretch") == 0) {
+        if (got != 4 || a < 0 || a > 1 || b < 1 || b > 256 || c < 1 || c > 1000)
+            return fail("stretch: expected MODE ITERS HZ");
+        return cmd_stretch(st, a, b, c);
+    }
+    if (strcmp(cmd, "hang") == 0) {
+        if (got != 5 || a < 2 || b < 0 || b > 2 || c < 0 || c > 1 || d < 1)
+            return fail("hang: expected N MODE START STEPS");
+        return cmd_hang(st, a, b, c, d);
+    }
+    if (strcmp(cmd, "sleep") == 0) {
+        if (got != 3 || a < 2)
+            return fail("sleep: expected N SAMPLES");
+        return cmd_sleep(st, a, b);
+    }
     if (strcmp(cmd, "quit") == 0)
         return 2;
     return fail("unknown command");
@@ -474,7 +758,16 @@ static int run_default(bench_state *st)
     }
     if (run_command(st, "workers 64 32 8 60 20 7"))
         return 1;
-    return run_command(st, "memory 20 20");
+    if (run_command(st, "memory 20 20"))
+        return 1;
+    /* The solver's depth: equal-cost substeps x iterations, then sleeping. */
+    static const char *const depth[] = {"depth 64 1 8 0 1 300", "depth 64 2 4 0 1 300",
+                                        "depth 64 4 2 0 1 300", "depth 64 8 1 0 1 300",
+                                        "depth 64 1 4 1 1 300", "sleep 64 7"};
+    for (size_t k = 0; k < sizeof depth / sizeof depth[0]; k++)
+        if (run_command(st, depth[k]))
+            return 1;
+    return 0;
 }
 
 int main(int argc, char **argv)

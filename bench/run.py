@@ -11,6 +11,10 @@ human table per section, then one machine-readable line per case:
     BENCH {"case":"curtain","n":64,...}
     BENCH {"case":"workers",...}
     BENCH {"case":"memory",...}
+    BENCH {"case":"substeps",...}   (the solver's depth: one line per row
+    BENCH {"case":"xpbd",...}        of section 4's tables)
+    BENCH {"case":"defaults",...}
+    BENCH {"case":"sleep",...}
 
 Timing targets are reported as PASS/MISS and never change the exit code. The
 exit code is non-zero only when an executable fails or crashes, or when the
@@ -43,6 +47,16 @@ WORKER_ATTEMPTS = 3         # retry while the 2-worker pool gets < 1.8 cores
 WORKER_MIN_CORES = 1.8
 MEMORY_W = MEMORY_H = 20
 MEMORY_SEED_ESTIMATE = 57000
+DEPTH_N = 64                # the solver's depth: a 64² curtain
+DEPTH_STEPS = 300           # 5 s; µs/step over the last 150
+EQUAL_COST = ((1, 8), (2, 4), (4, 2), (8, 1))   # substeps x iterations = 8
+DEFAULT_SUBSTEPS, DEFAULT_ITERS = 1, 4          # clothd's defaults
+XPBD_CASES = ((4, 60), (32, 60), (8, 30), (8, 120))  # (iterations, Hz)
+XPBD_TARGET_PCT = 2.0
+RELEASE_STEPS = 1200        # a curtain released from horizontal: 20 s
+SWING_STEPS = 600           # 4a: its peak strain over the first 10 s
+STRAIN_TARGET = 0.01        # the issue: < 1% after settling, defaults, 64²
+SLEEP_TARGET = 0.01         # the issue: a sleeping step < 1% of an awake one
 
 
 class BenchError(Exception):
@@ -253,6 +267,143 @@ def run_memory(clothd):
     }
 
 
+def run_depth(clothd, samples, log):
+    """Section 4: the solver's depth (issue 3). Returns a dict of row lists."""
+    out = {}
+    log(f"  depth: equal-cost substeps x iterations on a {DEPTH_N}² curtain ...")
+    rows = []
+    cases = ([(s, i, 0) for s, i in EQUAL_COST] + [(DEFAULT_SUBSTEPS, DEFAULT_ITERS, 1)]
+             + [(s, i, 1) for s, i in EQUAL_COST])
+    for sub, it, teth in cases:
+        on = clothd.ask(f"depth {DEPTH_N} {sub} {it} {teth} 1 {DEPTH_STEPS}", "DEPTH")
+        off = clothd.ask(f"depth {DEPTH_N} {sub} {it} {teth} 0 {DEPTH_STEPS}", "DEPTH")
+        swing = clothd.ask(f"release {DEPTH_N} {sub} {it} {teth} {SWING_STEPS}", "RELEASE")
+        rows.append({
+            "case": "substeps", "n": DEPTH_N, "substeps": sub, "iters": it,
+            "tethers": bool(teth), "default": (sub, it, teth) == (DEFAULT_SUBSTEPS, DEFAULT_ITERS, 1),
+            "steps": DEPTH_STEPS, "strain": round(on["strain"], 6),
+            "strain_no_air": round(off["strain"], 6),
+            "us": round(on["us"], 1), "cpu_us": round(on["cpu_us"], 1),
+            "us_no_air": round(off["us"], 1), "cpu_us_no_air": round(off["cpu_us"], 1),
+            "released_peak_strain": round(swing["peak_strain"], 6), "released_steps": SWING_STEPS,
+        })
+    out["substeps"] = rows
+
+    log("  depth: XPBD compliance vs the seed's stiffness (16² sheet) ...")
+    rows = []
+    for mode, name in ((0, "xpbd"), (1, "seed")):
+        got = {}
+        for it, hz in XPBD_CASES:
+            got[(it, hz)] = clothd.ask(f"stretch {mode} {it} {hz}", "STRETCH")["stretch_m"]
+        a, b = got[XPBD_CASES[0]], got[XPBD_CASES[1]]
+        c, d = got[XPBD_CASES[2]], got[XPBD_CASES[3]]
+        rows.append({
+            "case": "xpbd", "solver": name,
+            "stretch_it4_mm": round(a * 1e3, 4), "stretch_it32_mm": round(b * 1e3, 4),
+            "iters_change_pct": round(100 * abs(a - b) / abs(b), 2),
+            "stretch_hz30_mm": round(c * 1e3, 4), "stretch_hz120_mm": round(d * 1e3, 4),
+            "dt_change_pct": round(100 * abs(c - d) / abs(d), 2),
+        })
+    for r in rows:
+        if r["solver"] == "xpbd":
+            worst = max(r["iters_change_pct"], r["dt_change_pct"])
+            r["target_pct"] = XPBD_TARGET_PCT
+            r["verdict"] = "PASS" if worst < XPBD_TARGET_PCT else "MISS"
+    out["xpbd"] = rows
+
+    log(f"  depth: {DEPTH_N}² curtain, defaults vs no tethers vs the seed's solver ...")
+    rows = []
+    for mode, name in ((0, "defaults"), (1, "no tethers"), (2, "seed")):
+        hang = clothd.ask(f"hang {DEPTH_N} {mode} 0 {DEPTH_STEPS}", "HANG")
+        rel = clothd.ask(f"hang {DEPTH_N} {mode} 1 {RELEASE_STEPS}", "HANG")
+        row = {
+            "case": "defaults", "n": DEPTH_N, "solver": name,
+            "hanging_strain": round(hang["strain"], 6), "hanging_steps": DEPTH_STEPS,
+            "released_strain_5s": round(rel["strain_5s"], 6),
+            "released_strain_20s": round(rel["strain"], 6), "released_steps": RELEASE_STEPS,
+            "cpu_us": round(hang["cpu_us"], 1),
+        }
+        if mode == 0:
+            row["target"] = STRAIN_TARGET
+            row["verdict"] = "PASS" if hang["strain"] < STRAIN_TARGET else "MISS"
+        rows.append(row)
+    out["defaults"] = rows
+
+    log(f"  depth: a sleeping {DEPTH_N}² curtain vs an awake one ...")
+    z = clothd.ask(f"sleep {DEPTH_N} {samples}", "SLEEP")
+    out["sleep"] = [{
+        "case": "sleep", "n": DEPTH_N, "asleep_after_steps": z["asleep_after_steps"],
+        "awake_cpu_us": round(z["awake_cpu_us"], 2), "asleep_cpu_us": round(z["asleep_cpu_us"], 5),
+        "ratio": z["ratio"], "target_ratio": SLEEP_TARGET,
+        "verdict": "PASS" if z["ratio"] < SLEEP_TARGET else "MISS", "samples": samples,
+    }]
+    return out
+
+
+def print_depth(depth):
+    sub = depth.get("substeps", [])
+    if sub:
+        print(f"4a. Equal cost: substeps x iterations = 8 (and the default 1×4), {DEPTH_N}² curtain, "
+              f"clothd's defaults otherwise")
+        print(f"    (stiffness 0.9, damping 0.01/step, aero wind, still air), top row pinned. Hanging: "
+              f"created hanging, strain after {DEPTH_STEPS} steps,")
+        print(f"    thread-CPU µs/step over the last {DEPTH_STEPS // 2}. Swinging: created horizontal, "
+              f"peak strain over {SWING_STEPS} steps (10 s)")
+        rows = []
+        for r in sub:
+            label = f"{r['substeps']}×{r['iters']}" + (" (default)" if r["default"] else "")
+            rows.append([label, "on" if r["tethers"] else "off", f"{100 * r['strain']:.3f}%",
+                         f"{100 * r['released_peak_strain']:.2f}%", f"{r['cpu_us']:.0f}",
+                         f"{r['cpu_us_no_air']:.0f}"])
+        print(table(["substeps×iterations", "tethers", "hanging strain", "swinging peak",
+                     "CPU µs/step", "CPU µs/step, air 0"], rows))
+        print("   The difference between the two µs columns is the aerodynamics stage, which runs once")
+        print("   per substep. Strain is the same with air 0: a curtain swinging in its own plane feels")
+        print("   no drag.")
+        print()
+    xp = depth.get("xpbd", [])
+    if xp:
+        print("4b. XPBD compliance vs the seed's stiffness: settled stretch of the 16² sheet "
+              "(tests/test_solver_xpbd.c: spacing 0.05 m, 1 kg, top row pinned, no tethers,")
+        print("    8 substeps, 4 s); iterations at 1/60 s, time step at 8 iterations")
+        rows = []
+        for r in xp:
+            name = ("XPBD, 0.005 m/N" if r["solver"] == "xpbd" else "seed, stiffness 0.5")
+            verdict = f"<{XPBD_TARGET_PCT:g}%: {r['verdict']}" if "verdict" in r else "-"
+            rows.append([name, f"{r['stretch_it4_mm']:.3f}", f"{r['stretch_it32_mm']:.3f}",
+                         f"{r['iters_change_pct']:.2f}%", f"{r['stretch_hz30_mm']:.3f}",
+                         f"{r['stretch_hz120_mm']:.3f}", f"{r['dt_change_pct']:.2f}%", verdict])
+        print(table(["solver", "4 it mm", "32 it mm", "change", "1/30 s mm", "1/120 s mm",
+                     "change", "target"], rows))
+        print()
+    de = depth.get("defaults", [])
+    if de:
+        print(f"4c. {DEPTH_N}² curtain, 4 iterations, 1 substep, top row pinned: max structural strain")
+        rows = []
+        for r in de:
+            name = {"defaults": "defaults (tethers)", "no tethers": "defaults, tethers off",
+                    "seed": "the seed's solver"}[r["solver"]]
+            verdict = f"<1%: {r['verdict']}" if "verdict" in r else "-"
+            rows.append([name, f"{100 * r['hanging_strain']:.3f}%", verdict,
+                         f"{100 * r['released_strain_5s']:.2f}%",
+                         f"{100 * r['released_strain_20s']:.3f}%", f"{r['cpu_us']:.0f}"])
+        print(table(["solver", f"hanging, {DEPTH_STEPS} steps", "target",
+                     "released flat: 5 s", "20 s", "CPU µs/step"], rows))
+        print("   hanging: created hanging (the issue's case); released flat: created horizontal and")
+        print("   swinging down (strain counts compression too, so a folding sheet shows some).")
+        print("   the seed's solver: no tethers, constant wind (no aero stage), per-step damping.")
+        print()
+    sl = depth.get("sleep", [])
+    if sl:
+        r = sl[0]
+        print(f"4d. Sleeping: a default {DEPTH_N}² curtain asleep (after {r['asleep_after_steps']} "
+              f"steps) vs an awake twin (thread CPU time, median of {r['samples']} samples)")
+        print(table(["awake µs/step", "asleep µs/step", "ratio", "target"],
+                    [[f"{r['awake_cpu_us']:.1f}", f"{r['asleep_cpu_us']:.4f}",
+                      f"{100 * r['ratio']:.4f}%", f"<1%: {r['verdict']}"]]))
+        print()
+
+
 def table(header, rows):
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
     line = lambda r: "  ".join(str(c).rjust(w) if i else str(c).ljust(w)
@@ -276,7 +427,7 @@ def other_load_text(cores):
     return f"   other processes used {cores:.2f} of {os.cpu_count()} cores on average meanwhile."
 
 
-def print_report(curtains, workers, memory, others, elapsed):
+def print_report(curtains, workers, memory, others, elapsed, depth=None):
     print()
     print(f"clothd bench — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} cores, "
           f"{platform.machine()}, {elapsed:.0f} s, load average before the run {LOAD_BEFORE}")
@@ -361,7 +512,12 @@ def print_report(curtains, workers, memory, others, elapsed):
                  f"{m['ratio']:.2f}", f"≤ seed: {m['verdict']}"]]
         print(table(["measure", "bytes", "seed estimate", "ratio", "target"], rows))
         print()
-    for row in curtains + ([workers] if workers else []) + ([memory] if memory else []):
+    if depth:
+        print_depth(depth)
+    depth_rows = [r for key in ("substeps", "xpbd", "defaults", "sleep")
+                  for r in (depth or {}).get(key, [])]
+    for row in (curtains + ([workers] if workers else []) + ([memory] if memory else [])
+                + depth_rows):
         print("BENCH " + json.dumps(row, separators=(",", ":")))
 
 
@@ -373,6 +529,8 @@ def main():
                     help="curtain sizes, comma separated (default 32,64,128)")
     ap.add_argument("--no-matched", action="store_true",
                     help="skip Bullet with clothd's constraint list (the information-only column)")
+    ap.add_argument("--no-depth", action="store_true",
+                    help="skip section 4, the solver's depth (substeps, XPBD, tethers, sleeping)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args()
     if not 1 <= args.samples <= 64:
@@ -387,7 +545,7 @@ def main():
     LOAD_BEFORE = load_average()
     start = time.monotonic()
     engines = []
-    curtains, workers, memory = [], None, None
+    curtains, workers, memory, depth = [], None, None, {}
     others = {}  # section -> cores used by other processes meanwhile
     status = 0
     try:
@@ -431,6 +589,9 @@ def main():
                                for a in attempts]
         others["workers"] = workers["other_load_cores"]
         memory = run_memory(clothd)
+        if not args.no_depth:
+            log("clothd bench: the solver's depth ...")
+            depth = run_depth(clothd, args.samples, log)
         if not workers["identical"]:
             status = 1
     except BenchError as e:
@@ -441,7 +602,7 @@ def main():
             e.close()
     for c in curtains:
         c["other_load_cores"] = round_or_none(others.get("curtains"))
-    print_report(curtains, workers, memory, others, time.monotonic() - start)
+    print_report(curtains, workers, memory, others, time.monotonic() - start, depth)
     if workers and not workers["identical"]:
         print("bench: FAIL: positions differ between 1 and 2 workers", file=sys.stderr)
     return status

@@ -1,8 +1,12 @@
-/* Determinism across worker counts: eight different cloths (sizes,
- * parameters, pins, moving pins, colliders, wind, global wind) stepped 200
- * times serially, through a 1-worker pool and through a 4-worker pool. Each
- * step of each instance is one pool job; instances are islands, so the
- * position bytes must hash the same whichever thread ran which step. */
+/* Determinism across worker counts: twelve different cloths (sizes,
+ * parameters, pins, moving pins, colliders, wind, global wind; and the
+ * solver's depth: substeps, XPBD compliance, per-second damping, aero wind,
+ * tethers rebuilt after an unpin, thickness, friction, two-way coupling,
+ * transforms with attached pins and colliders, sleeping and waking) stepped
+ * 200 times serially, through a 1-worker pool and through a 4-worker pool.
+ * Each step of each instance is one pool job; instances are islands, so the
+ * position bytes, and the impulses handed to coupled colliders, must hash
+ * the same whichever thread ran which step. */
 #include <math.h>
 #include <string.h>
 
@@ -11,13 +15,14 @@
 #include "../server/pool.h"
 #include "solver_fixtures.h"
 
-#define SCENE_CLOTHS 8
+#define SCENE_CLOTHS 12
 #define SCENE_STEPS 200
 
 typedef struct scene {
     cd_world *world;
     cd_instance *cloth[SCENE_CLOTHS];
     cd_id shoulder_collider; /* on cloth 5, moved every step */
+    uint32_t rig;            /* cloth 10's transform, moved every step */
 } scene;
 
 /* FNV-1a, 64-bit, over a byte range. */
@@ -38,6 +43,22 @@ static uint64_t position_hash(const cd_instance *inst)
     return fnv1a(cd_instance_positions(inst), bytes);
 }
 
+/* FNV-1a of the impulses every coupled collider of `inst` received in its
+ * last step (the offset basis when there are none). */
+static uint64_t impulse_hash(const cd_instance *inst)
+{
+    cd_collider_impulse imp[CD_MAX_COLLIDERS];
+    uint32_t n = cd_instance_collider_impulses(inst, imp, CD_MAX_COLLIDERS);
+    return fnv1a(imp, n * sizeof imp[0]);
+}
+
+static cd_id add_full(cd_instance *inst, const cd_collider_def *c)
+{
+    cd_id id = 0;
+    cr_assert_eq(cd_instance_add_collider(inst, c, &id), CD_OK);
+    return id;
+}
+
 static cd_id add(cd_instance *inst, cd_collider_type type, cd_vec3 pos, cd_vec3 normal, float r,
                  float height)
 {
@@ -46,9 +67,93 @@ static cd_id add(cd_instance *inst, cd_collider_type type, cd_vec3 pos, cd_vec3 
     c.normal = normal;
     c.radius = r;
     c.height = height;
-    cd_id id = 0;
-    cr_assert_eq(cd_instance_add_collider(inst, &c, &id), CD_OK);
-    return id;
+    return add_full(inst, &c);
+}
+
+/* Cloths 8 to 11: the options of the solver's second version. */
+static void build_depth(scene *s)
+{
+    cd_cloth_def d;
+
+    /* 8: an XPBD flag, 4 substeps, per-second damping, in aero wind. */
+    d = cd_default_cloth_def();
+    d.width = 20;
+    d.height = 12;
+    d.spacing = 0.05f;
+    d.mass = 0.2f;
+    d.stretch_compliance = 1e-4f;
+    d.bend_compliance = 0.01f;
+    d.substeps = 4;
+    d.solver_iterations = 2;
+    d.velocity_retention = 0.3f;
+    d.lift = 0.8f;
+    d.origin = fx_v3(20, 2, 0);
+    s->cloth[8] = fx_cloth(s->world, &d);
+    for (uint32_t y = 0; y < 12; y++)
+        cd_instance_pin(s->cloth[8], y * 20, NULL);
+    cd_instance_set_wind(s->cloth[8], fx_v3(7, 0, 2));
+
+    /* 9: a tablecloth with thickness on a rough, coupled ball over a rough,
+     * half-coupled floor; 2 substeps. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 14;
+    d.spacing = 0.05f;
+    d.down = fx_v3(0, 0, 1);
+    d.origin = fx_v3(-0.325f, 0.5f, -0.325f);
+    d.thickness = 0.01f;
+    d.substeps = 2;
+    d.particle_mass = 0.02f;
+    s->cloth[9] = fx_cloth(s->world, &d);
+    cd_collider_def c = cd_default_collider_def(CD_COLLIDER_SPHERE);
+    c.position = fx_v3(0.04f, 0, 0.02f);
+    c.radius = 0.25f;
+    c.friction = 0.4f;
+    c.static_friction = 0.5f;
+    c.coupling = 1.0f;
+    add_full(s->cloth[9], &c);
+    c = cd_default_collider_def(CD_COLLIDER_PLANE);
+    c.position = fx_v3(0, -0.3f, 0);
+    c.friction = c.static_friction = 0.8f;
+    c.coupling = 0.5f;
+    add_full(s->cloth[9], &c);
+
+    /* 10: a cape attached to a moving, turning rig, an attached capsule
+     * (an arm) under it, XPBD bending, 3 substeps. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 12;
+    d.spacing = 0.05f;
+    d.bend_compliance = 0.05f;
+    d.substeps = 3;
+    d.origin = fx_v3(-20, 1.6f, 0);
+    s->cloth[10] = fx_cloth(s->world, &d);
+    cr_assert_eq(cd_instance_set_transform(s->cloth[10], "rig", fx_v3(-20, 1.6f, 0),
+                                           (cd_quat){0, 0, 0, 1}, &s->rig),
+                 CD_OK);
+    for (uint32_t x = 0; x < 12; x += 11)
+        cr_assert_eq(cd_instance_attach(s->cloth[10], x, s->rig, NULL), CD_OK);
+    c = cd_default_collider_def(CD_COLLIDER_CAPSULE);
+    c.position = fx_v3(0.3f, -0.35f, -0.03f); /* reaches 4 cm into the cape */
+    c.normal = fx_v3(1, 0, 0.2f);
+    c.radius = 0.07f;
+    c.height = 0.5f;
+    c.friction = 0.3f;
+    c.attachment = s->rig;
+    add_full(s->cloth[10], &c);
+
+    /* 11: a curtain that falls asleep, loses most of its top row (tethers
+     * rebuilt) and wakes; 8 x 1 substeps, constant wind mode. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 16;
+    d.spacing = 0.06f;
+    d.substeps = 8;
+    d.solver_iterations = 1;
+    d.wind_model = CD_WIND_CONSTANT;
+    d.velocity_retention = 0.01f;
+    d.sleep_threshold = 0.05f;
+    d.origin = fx_v3(0, 5, 20);
+    s->cloth[11] = fx_cloth(s->world, &d);
+    for (uint32_t x = 0; x < 16; x++)
+        cd_instance_pin(s->cloth[11], x, NULL);
 }
 
 static void build_scene(scene *s)
@@ -141,6 +246,8 @@ static void build_scene(scene *s)
     s->cloth[7] = fx_cloth(s->world, &d);
     cd_instance_pin(s->cloth[7], 1, NULL);
     cd_instance_set_wind(s->cloth[7], fx_v3(0, 0, -2));
+
+    build_depth(s);
 }
 
 /* The host's part of a step, done serially before the instances step: the
@@ -154,6 +261,19 @@ static void animate(scene *s, int step)
     cd_instance_pin(s->cloth[5], 0, &left);
     cd_instance_pin(s->cloth[5], 11, &right);
     cd_instance_move_collider(s->cloth[5], s->shoulder_collider, &arm, NULL);
+
+    /* Cloth 10's rig walks and turns about y. */
+    const float yaw = 0.3f * sinf(1.5f * t);
+    const cd_quat turn = {0, sinf(0.5f * yaw), 0, cosf(0.5f * yaw)};
+    cd_instance_set_transform(s->cloth[10], "rig", fx_v3(-20 + 0.5f * t, 1.6f, 0), turn, NULL);
+    /* Cloth 11 loses its top row's middle, then gets two pins back. */
+    if (step == 100)
+        for (uint32_t x = 1; x < 15; x++)
+            cd_instance_unpin(s->cloth[11], x);
+    if (step == 160) {
+        cd_instance_pin(s->cloth[11], 5, NULL);
+        cd_instance_pin(s->cloth[11], 10, NULL);
+    }
 }
 
 typedef struct step_job {
@@ -161,17 +281,24 @@ typedef struct step_job {
     cd_instance *inst;
     cd_vec3 global_wind;
     bool unstable;
+    bool slept; /* some step found it asleep */
+    bool woke;  /* and a later one awake */
 } step_job;
 
 static void step_run(cd_job *job)
 {
     step_job *sj = (step_job *)job;
-    sj->unstable |= cd_instance_step(sj->inst, FX_DT, sj->global_wind).unstable;
+    cd_step_result r = cd_instance_step(sj->inst, FX_DT, sj->global_wind);
+    sj->unstable |= r.unstable;
+    sj->woke |= sj->slept && !r.sleeping;
+    sj->slept |= r.sleeping;
 }
 
 /* Steps the scene, through `pool` when given, and hashes every cloth. */
 static void run_scene(cd_pool *pool, uint64_t hashes[SCENE_CLOTHS])
 {
+    uint64_t impulses = 0xcbf29ce484222325ull;
+    int coupled_steps = 0;
     scene s;
     build_scene(&s);
     uint64_t initial[SCENE_CLOTHS];
@@ -194,15 +321,28 @@ static void run_scene(cd_pool *pool, uint64_t hashes[SCENE_CLOTHS])
             for (int k = 0; k < SCENE_CLOTHS; k++)
                 step_run(list[k]);
         }
+        /* The impulses of every step, chained. */
+        const uint64_t h = impulse_hash(s.cloth[9]);
+        impulses = (impulses ^ h) * 0x100000001b3ull;
+        cd_collider_impulse first;
+        if (cd_instance_collider_impulses(s.cloth[9], &first, 1) == 2 && first.linear.y != 0.0f)
+            coupled_steps++;
     }
     for (int k = 0; k < SCENE_CLOTHS; k++) {
         hashes[k] = position_hash(s.cloth[k]);
+        if (k == 9)
+            hashes[k] ^= impulses;
         cr_assert_not(jobs[k].unstable, "cloth %d tripped the guard", k);
         cr_assert_neq(hashes[k], initial[k], "cloth %d never moved", k);
         cd_instance_info info;
         cd_instance_get_info(s.cloth[k], &info);
         cr_assert_eq(info.frame, (uint64_t)SCENE_STEPS, "cloth %d missed steps", k);
     }
+    /* The scene does reach what it is there for: cloth 9 pushes its ball
+     * (from its landing on), cloth 11 sleeps and wakes. */
+    cr_assert(coupled_steps > 100, "cloth 9 touched its ball in %d steps", coupled_steps);
+    cr_assert(jobs[11].slept && jobs[11].woke, "cloth 11 slept %d, woke %d", jobs[11].slept,
+              jobs[11].woke);
     cd_world_destroy(s.world);
 }
 
@@ -229,7 +369,7 @@ Test(determinism, positions_should_hash_the_same_with_1_or_4_workers_or_none, .t
                      (unsigned long long)four[k], (unsigned long long)serial[k]);
         cr_assert_eq(again[k], serial[k], "cloth %d: second 4-worker run differs", k);
     }
-    /* Eight different cloths, eight different hashes. */
+    /* Twelve different cloths, twelve different hashes. */
     for (int a = 0; a < SCENE_CLOTHS; a++)
         for (int b = a + 1; b < SCENE_CLOTHS; b++)
             cr_assert_neq(serial[a], serial[b], "cloths %d and %d hash alike", a, b);
