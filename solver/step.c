@@ -48,10 +48,24 @@ static void reset_impulses(cd_instance *inst)
     }
 }
 
+/* A cloth resting on a coupled collider keeps handing it its weight: it
+ * must not fall asleep, or the rigid body would suddenly feel nothing. */
+static bool pressing_a_coupled_collider(const cd_instance *inst)
+{
+    for (uint32_t k = 0; k < inst->collider_slots; k++) {
+        const cd_collider *c = &inst->colliders[k];
+        if (c->active && c->coupling > 0.0f &&
+            (c->impulse_linear.x != 0.0f || c->impulse_linear.y != 0.0f ||
+             c->impulse_linear.z != 0.0f))
+            return true;
+    }
+    return false;
+}
+
 static void update_sleep(cd_instance *inst, float dt, float max_speed)
 {
     float threshold = inst->def.sleep_threshold;
-    if (threshold <= 0.0f || max_speed >= threshold) {
+    if (threshold <= 0.0f || max_speed >= threshold || pressing_a_coupled_collider(inst)) {
         inst->still_time = 0.0f;
         return;
     }
