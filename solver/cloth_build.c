@@ -98,18 +98,7 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
     inst->type = CD_INSTANCE_CLOTH;
     inst->width = def->width;
     inst->height = def->height;
-    inst->particle_count = n;
-    inst->constraint_count = cloth_constraint_count(w, h);
-    inst->pos = malloc(sizeof(float) * 3u * n);
-    inst->prev = malloc(sizeof(float) * 3u * n);
-    inst->inv_mass = malloc(sizeof(float) * n);
-    inst->own_inv_mass = malloc(sizeof(float) * n);
-    inst->pinned = calloc(n, 1);
-    inst->tether_anchor = malloc(sizeof(uint32_t) * n);
-    inst->tether_length = malloc(sizeof(float) * n);
-    inst->constraints = malloc(sizeof(cd_distance) * inst->constraint_count);
-    if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
-        !inst->tether_anchor || !inst->tether_length || !inst->constraints)
+    if (!cd_instance_alloc(inst, n, cloth_constraint_count(w, h)))
         return false;
 
     const cd_vec3 right = cd_v3_normalize_or(def->right, cd_v3(1, 0, 0));
@@ -122,7 +111,6 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
                                             cd_v3_scale(down, (float)y * def->spacing)));
             cd_v3_store(&inst->pos[3 * i], p);
             cd_v3_store(&inst->prev[3 * i], p);
-            inst->tether_anchor[i] = CD_NO_ANCHOR;
         }
     }
     build_constraints(inst, def);
@@ -133,6 +121,26 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
     cd_apply_options(inst, def);
     inst->enabled = true;
     return def->self_distance <= 0.0f || cd_self_collision_reserve(inst);
+}
+
+bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constraints)
+{
+    inst->particle_count = particles;
+    inst->constraint_count = constraints;
+    inst->pos = malloc(sizeof(float) * 3u * particles);
+    inst->prev = malloc(sizeof(float) * 3u * particles);
+    inst->inv_mass = malloc(sizeof(float) * particles);
+    inst->own_inv_mass = malloc(sizeof(float) * particles);
+    inst->pinned = calloc(particles, 1);
+    inst->tether_anchor = malloc(sizeof(uint32_t) * particles);
+    inst->tether_length = malloc(sizeof(float) * particles);
+    inst->constraints = malloc(sizeof(cd_distance) * (constraints ? constraints : 1));
+    if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
+        !inst->tether_anchor || !inst->tether_length || !inst->constraints)
+        return false;
+    for (uint32_t i = 0; i < particles; i++)
+        inst->tether_anchor[i] = CD_NO_ANCHOR;
+    return true;
 }
 
 void cd_instance_free(cd_instance *inst)

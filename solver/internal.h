@@ -192,6 +192,9 @@ void cd_instance_wake(cd_instance *inst);
 /* World pose of a transform-local pose. */
 cd_vec3 cd_transform_point(const cd_transform *t, cd_vec3 local);
 cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local);
+/* Allocates the particle and constraint arrays (sets the counts); false on
+ * out of memory (cd_instance_free cleans up either way). */
+bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constraints);
 /* Frees what an instance owns, then the instance. NULL is fine. */
 void cd_instance_free(cd_instance *inst);
 

@@ -36,30 +36,17 @@ bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_clot
     inst->type = CD_INSTANCE_SOFTBODY;
     inst->width = (int32_t)n;
     inst->height = 1;
-    inst->particle_count = n;
-    inst->constraint_count = edge_count;
     inst->tet_count = mesh->tet_count;
-    inst->pos = malloc(sizeof(float) * 3u * n);
-    inst->prev = malloc(sizeof(float) * 3u * n);
     inst->rest = malloc(sizeof(float) * 3u * n);
-    inst->inv_mass = malloc(sizeof(float) * n);
-    inst->own_inv_mass = malloc(sizeof(float) * n);
-    inst->pinned = calloc(n, 1);
-    inst->tether_anchor = malloc(sizeof(uint32_t) * n);
-    inst->tether_length = malloc(sizeof(float) * n);
-    inst->constraints = malloc(sizeof(cd_distance) * (edge_count ? edge_count : 1));
     inst->tets = malloc(sizeof(cd_tet) * mesh->tet_count);
-    if (!edges || !inst->triangles || !inst->pos || !inst->prev || !inst->rest ||
-        !inst->inv_mass || !inst->own_inv_mass || !inst->pinned || !inst->tether_anchor ||
-        !inst->tether_length || !inst->constraints || !inst->tets) {
+    if (!cd_instance_alloc(inst, n, edge_count) || !edges || !inst->triangles || !inst->rest ||
+        !inst->tets) {
         free(edges);
         return false;
     }
     memcpy(inst->pos, mesh->vertices, sizeof(float) * 3u * n);
     memcpy(inst->prev, mesh->vertices, sizeof(float) * 3u * n);
     memcpy(inst->rest, mesh->vertices, sizeof(float) * 3u * n);
-    for (uint32_t i = 0; i < n; i++)
-        inst->tether_anchor[i] = CD_NO_ANCHOR;
 
     for (uint32_t e = 0; e < edge_count; e++) {
         uint32_t a = edges[2 * e], b = edges[2 * e + 1];
