@@ -29,13 +29,7 @@ static void solve_seed(float *restrict pos, const float *restrict w,
             continue; /* coincident: no direction to correct along */
         const float d = sqrtf(d2);
         const float s = (d - c[i].rest) / d * k / wsum;
-        const float sa = s * wa, sb = s * wb;
-        pa[0] += dx * sa;
-        pa[1] += dy * sa;
-        pa[2] += dz * sa;
-        pb[0] -= dx * sb;
-        pb[1] -= dy * sb;
-        pb[2] -= dz * sb;
+        cd_move_pair(pa, pb, dx, dy, dz, -s * wa, -s * wb);
     }
 }
 
@@ -57,13 +51,7 @@ static void solve_xpbd(float *restrict pos, const float *restrict w, cd_distance
         const float dl = (c[i].rest - d - alpha_tilde * c[i].lambda) / denom;
         c[i].lambda += dl;
         const float s = dl / d;
-        const float sa = s * wa, sb = s * wb;
-        pa[0] -= dx * sa;
-        pa[1] -= dy * sa;
-        pa[2] -= dz * sa;
-        pb[0] += dx * sb;
-        pb[1] += dy * sb;
-        pb[2] += dz * sb;
+        cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
     }
 }
 

@@ -193,12 +193,6 @@ void cd_stage_self_collide(cd_instance *inst)
             continue;
         const float dist = sqrtf(d2);
         const float s = (d - dist) / dist / wsum;
-        const float si = s * w[i], sj = s * w[j];
-        pi[0] -= dx * si;
-        pi[1] -= dy * si;
-        pi[2] -= dz * si;
-        pj[0] += dx * sj;
-        pj[1] += dy * sj;
-        pj[2] += dz * sj;
+        cd_move_pair(pi, pj, dx, dy, dz, s * w[i], s * w[j]);
     }
 }

@@ -41,4 +41,17 @@ static inline void cd_v3_store(float *p, cd_vec3 v)
 
 static inline bool cd_float_is_valid(float f) { return isfinite(f); }
 
+/* The correction of a two-particle constraint along d = pb - pa: pa moves
+ * by -d * sa, pb by +d * sb (packed xyz, the solver's hot loops). */
+static inline void cd_move_pair(float *pa, float *pb, float dx, float dy, float dz, float sa,
+                                float sb)
+{
+    pa[0] -= dx * sa;
+    pa[1] -= dy * sa;
+    pa[2] -= dz * sa;
+    pb[0] += dx * sb;
+    pb[1] += dy * sb;
+    pb[2] += dz * sb;
+}
+
 #endif
