@@ -44,11 +44,27 @@
  *                            µs/step                               -> HANG
  *   sleep N SAMPLES          a default curtain left to fall asleep, timed
  *                            against an awake twin                 -> SLEEP
+ * Self-collision and soft bodies (issue 4):
+ *   self N START END CHUNK FINAL
+ *                            two N x N folded sheets (the scenario of
+ *                            test_solver_self.c scaled), selfDistance
+ *                            0.8 x spacing and 0: stepped to START, then
+ *                            CHUNK-step samples alternate up to END; with
+ *                            FINAL > 0 both run on to step FINAL and their
+ *                            closest unconnected distance is measured
+ *                                                                    -> SELF
+ *   softbody VOL_PERMILLE STEPS
+ *                            the dropped ball of test_solver_softbody.c
+ *                            at volume stiffness VOL_PERMILLE / 1000:
+ *                            median CPU µs of its awake steps and its
+ *                            volume / rest volume after STEPS steps
+ *                                                                 -> SOFTBODY
  *   quit
  * Errors: `ERROR {"message":...}` and exit code 1. A determinism mismatch is
  * reported in WORKERS with "identical":false; the run goes on and exits 1.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -662,6 +678,214 @@ static int cmd_sleep(bench_state *st, int n, int samples)
     return rc;
 }
 
+/* ---- self-collision and soft bodies (issue 4) ------------------------- */
+
+#define SELF_SPACING 0.02f
+#define SELF_DISTANCE_FACTOR 0.8f /* selfDistance = 0.8 x spacing, as seed 003 advises */
+
+/* The folded sheet of tests/test_solver_self.c scaled to n x n: spacing
+ * 0.02 m, slanted (down (0,-1,0.15)) with its lowest row just above the
+ * floor, 8 substeps, 4 iterations, sleeping off; clothd's defaults
+ * otherwise (aero stage with still air included). */
+static cd_instance *folded_sheet(cd_world *world, int n, float self_distance)
+{
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = def.height = n;
+    def.spacing = SELF_SPACING;
+    def.origin = (cd_vec3){0.0f, 0.05f + (float)(n - 1) * SELF_SPACING, 0.0f};
+    def.down = (cd_vec3){0.0f, -1.0f, 0.15f};
+    def.substeps = 8;
+    def.solver_iterations = 4;
+    def.sleep_threshold = 0.0f;
+    def.self_distance = self_distance;
+    cd_id id = 0;
+    cd_status status = cd_world_create_cloth(world, &def, &id);
+    if (status != CD_OK) {
+        fail(cd_status_message(status));
+        return NULL;
+    }
+    cd_instance *inst = cd_world_get(world, id);
+    cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE); /* frictionless */
+    cd_id cid = 0;
+    if (inst == NULL || cd_instance_add_collider(inst, &floor, &cid) != CD_OK) {
+        fail("folded sheet: cannot add the floor");
+        return NULL;
+    }
+    return inst;
+}
+
+/* Joined by a constraint in an n-wide grid: neighbours within one cell and
+ * the skip-one bending partners (the exemption of self_collision.c). */
+static bool grid_connected(int n, uint32_t i, uint32_t j)
+{
+    const int dx = abs((int)(i % (uint32_t)n) - (int)(j % (uint32_t)n));
+    const int dy = abs((int)(i / (uint32_t)n) - (int)(j / (uint32_t)n));
+    return (dx <= 1 && dy <= 1) || (dx == 2 && dy == 0) || (dx == 0 && dy == 2);
+}
+
+/* Smallest distance between two particles no constraint joins, over all
+ * pairs (brute force, so it checks the spatial hash rather than using it). */
+static double closest_unconnected(const cd_instance *inst, int n)
+{
+    const uint32_t count = cd_instance_particle_count(inst);
+    const float *p = cd_instance_positions(inst);
+    double best2 = INFINITY;
+    for (uint32_t i = 0; i < count; i++)
+        for (uint32_t j = i + 1; j < count; j++) {
+            const double dx = (double)p[3 * j] - p[3 * i], dy = (double)p[3 * j + 1] - p[3 * i + 1],
+                         dz = (double)p[3 * j + 2] - p[3 * i + 2];
+            const double d2 = dx * dx + dy * dy + dz * dz;
+            if (d2 < best2 && !grid_connected(n, i, j))
+                best2 = d2;
+        }
+    return sqrt(best2);
+}
+
+/* Two identical folded sheets, self-collision on and off, stepped to START
+ * untimed; then CHUNK-step samples of each alternate (on off, off on, ...)
+ * up to step END; then, when FINAL > 0, both run on to step FINAL and the
+ * closest unconnected distance of each is measured. */
+static int cmd_self(bench_state *st, int n, int start, int end, int chunk, int final)
+{
+    const int samples = (end - start) / chunk;
+    if (samples < 1 || samples > BENCH_MAX_SAMPLES)
+        return fail("self: (END - START) / CHUNK must be in [1, 64]");
+    const float d = SELF_DISTANCE_FACTOR * SELF_SPACING;
+    cd_instance *sheet[2] = {folded_sheet(st->world, n, d), NULL}; /* on, off */
+    if (sheet[0] != NULL)
+        sheet[1] = folded_sheet(st->world, n, 0.0f);
+    int rc = 0;
+    if (sheet[0] == NULL || sheet[1] == NULL) {
+        rc = 1;
+    } else {
+        bool ok = step_curtain(sheet[0], start);
+        ok = step_curtain(sheet[1], start) && ok;
+        double us[2][BENCH_MAX_SAMPLES], ratios[BENCH_MAX_SAMPLES];
+        for (int s = 0; s < samples; s++) {
+            for (int k = 0; k < 2; k++) {
+                const int which = (s + k) % 2; /* alternate who goes first */
+                const double c0 = thread_cpu_seconds();
+                ok = step_curtain(sheet[which], chunk) && ok;
+                us[which][s] = (thread_cpu_seconds() - c0) * 1e6 / chunk;
+            }
+            ratios[s] = us[0][s] / us[1][s];
+        }
+        double closest[2] = {-1.0, -1.0};
+        if (final > 0) {
+            for (int k = 0; k < 2; k++) {
+                ok = step_curtain(sheet[k], final - start - samples * chunk) && ok;
+                closest[k] = closest_unconnected(sheet[k], n);
+            }
+        }
+        if (!ok) {
+            rc = fail("self: the instability guard fired");
+        } else {
+            const double on = median(us[0], samples), off = median(us[1], samples);
+            const double particles = (double)n * n;
+            char list[2][BENCH_MAX_SAMPLES * 16];
+            for (int k = 0; k < 2; k++) {
+                size_t len = 0;
+                list[k][0] = '\0';
+                for (int s = 0; s < samples; s++)
+                    len += (size_t)snprintf(list[k] + len, sizeof list[k] - len, "%s%.1f",
+                                            s ? "," : "", us[k][s]);
+            }
+            char tail[160] = "";
+            if (final > 0)
+                snprintf(tail, sizeof tail,
+                         ",\"final_steps\":%d,\"closest_on\":%.6f,\"closest_off\":%.6f", final,
+                         closest[0], closest[1]);
+            emit("SELF",
+                 "{\"engine\":\"clothd\",\"n\":%d,\"particles\":%.0f,\"spacing\":%.3f,"
+                 "\"self_distance\":%.4f,\"substeps\":8,\"iters\":4,\"start\":%d,\"end\":%d,"
+                 "\"chunk\":%d,\"samples\":%d,\"on_cpu_us\":%.2f,\"off_cpu_us\":%.2f,"
+                 "\"ratio\":%.4f,\"ratio_paired\":%.4f,\"on_us_per_particle\":%.5f,"
+                 "\"off_us_per_particle\":%.5f,\"on_cpu_us_samples\":[%s],"
+                 "\"off_cpu_us_samples\":[%s]%s}",
+                 n, particles, SELF_SPACING, d, start, start + samples * chunk, chunk, samples, on,
+                 off, on / off, median(ratios, samples), on / particles, off / particles, list[0],
+                 list[1], tail);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (sheet[k] != NULL)
+            cd_world_destroy_instance(st->world, cd_instance_id(sheet[k]));
+    return rc;
+}
+
+#define BALL_RADIUS 0.3f
+#define BALL_RESOLUTION 6u
+
+/* The dropped ball of tests/test_solver_softbody.c: radius 0.3 m,
+ * resolution 6, centre 1 m above a plane of friction 0.5, the soft-body
+ * defaults with volume stiffness VOL/1000 and no air; STEPS steps. Times
+ * every step (thread CPU) and reports the median of the awake ones. */
+static int cmd_softbody(bench_state *st, int vol_permille, int steps)
+{
+    if (steps > 100000)
+        return fail("softbody: STEPS must be at most 100000");
+    cd_tet_mesh mesh;
+    cd_status status = cd_mesh_ball((cd_vec3){0.0f, 1.0f, 0.0f}, BALL_RADIUS, BALL_RESOLUTION, &mesh);
+    if (status != CD_OK)
+        return fail(cd_status_message(status));
+    cd_cloth_def options = cd_default_softbody_options();
+    options.volume_stiffness = (float)vol_permille / 1000.0f;
+    options.air_density = 0.0f;
+    cd_id id = 0;
+    status = cd_world_create_softbody(st->world, &mesh, &options, &id);
+    const uint32_t tets = mesh.tet_count;
+    cd_mesh_free(&mesh);
+    if (status != CD_OK)
+        return fail(cd_status_message(status));
+    cd_instance *ball = cd_world_get(st->world, id);
+    cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
+    floor.friction = 0.5f;
+    cd_id cid = 0;
+    double *us = malloc(sizeof(double) * (size_t)steps);
+    int rc = 0;
+    if (us == NULL || cd_instance_add_collider(ball, &floor, &cid) != CD_OK) {
+        rc = fail("softbody: cannot add the floor");
+    } else {
+        const cd_vec3 no_wind = {0.0f, 0.0f, 0.0f};
+        int awake = 0, asleep_after = 0;
+        bool ok = true;
+        for (int i = 1; i <= steps; i++) {
+            const double c0 = thread_cpu_seconds();
+            const cd_step_result r = cd_instance_step(ball, BENCH_DT, no_wind);
+            const double t = (thread_cpu_seconds() - c0) * 1e6;
+            ok = ok && !r.unstable;
+            if (r.sleeping) {
+                if (asleep_after == 0)
+                    asleep_after = i;
+            } else {
+                us[awake++] = t;
+            }
+        }
+        cd_instance_info info;
+        cd_instance_get_info(ball, &info);
+        const double kept = cd_instance_volume(ball) / cd_instance_rest_volume(ball);
+        if (!ok || awake == 0) {
+            rc = fail("softbody: the instability guard fired, or no step simulated");
+        } else {
+            qsort(us, (size_t)awake, sizeof *us, cmp_double);
+            const double med =
+                awake % 2 ? us[awake / 2] : 0.5 * (us[awake / 2 - 1] + us[awake / 2]);
+            emit("SOFTBODY",
+                 "{\"engine\":\"clothd\",\"radius\":%.2f,\"resolution\":%u,"
+                 "\"volume_stiffness\":%.3f,\"particles\":%" PRIu32 ",\"tets\":%" PRIu32
+                 ",\"constraints\":%" PRIu32 ",\"substeps\":%d,\"iters\":%d,\"steps\":%d,"
+                 "\"awake_steps\":%d,\"asleep_after_steps\":%d,\"cpu_us\":%.2f,"
+                 "\"volume_ratio\":%.5f}",
+                 BALL_RADIUS, BALL_RESOLUTION, options.volume_stiffness, info.particles, tets,
+                 info.constraints, options.substeps, options.solver_iterations, steps, awake,
+                 asleep_after, med, kept);
+        }
+    }
+    free(us);
+    cd_world_destroy_instance(st->world, id);
+    return rc;
+}
+
 /* ---- driver ----------------------------------------------------------- */
 
 /* Returns 0 to go on, 1 on error, 2 on quit. */
@@ -727,6 +951,16 @@ static int run_command(bench_state *st, const char *line)
             return fail("sleep: expected N SAMPLES");
         return cmd_sleep(st, a, b);
     }
+    if (strcmp(cmd, "self") == 0) {
+        if (got != 6 || a < 4 || a > 256 || b < 0 || c <= b || d < 1 || (e != 0 && e < c))
+            return fail("self: expected N START END CHUNK FINAL");
+        return cmd_self(st, a, b, c, d, e);
+    }
+    if (strcmp(cmd, "softbody") == 0) {
+        if (got != 3 || a < 0 || a > 1000 || b < 1)
+            return fail("softbody: expected VOL_PERMILLE STEPS");
+        return cmd_softbody(st, a, b);
+    }
     if (strcmp(cmd, "quit") == 0)
         return 2;
     return fail("unknown command");
@@ -766,6 +1000,12 @@ static int run_default(bench_state *st)
                                         "depth 64 1 4 1 1 300", "sleep 64 7"};
     for (size_t k = 0; k < sizeof depth / sizeof depth[0]; k++)
         if (run_command(st, depth[k]))
+            return 1;
+    /* Self-collision and soft bodies: the 64² folded sheet on/off, a ball. */
+    static const char *const issue4[] = {"self 64 20 180 10 240", "softbody 1000 240",
+                                         "softbody 20 240"};
+    for (size_t k = 0; k < sizeof issue4 / sizeof issue4[0]; k++)
+        if (run_command(st, issue4[k]))
             return 1;
     return 0;
 }

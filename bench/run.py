@@ -15,6 +15,8 @@ human table per section, then one machine-readable line per case:
     BENCH {"case":"xpbd",...}        of section 4's tables)
     BENCH {"case":"defaults",...}
     BENCH {"case":"sleep",...}
+    BENCH {"case":"self",...}       (section 5: one line per sheet size)
+    BENCH {"case":"softbody",...}   (section 5: one line per volume stiffness)
 
 Timing targets are reported as PASS/MISS and never change the exit code. The
 exit code is non-zero only when an executable fails or crashes, or when the
@@ -57,6 +59,14 @@ RELEASE_STEPS = 1200        # a curtain released from horizontal: 20 s
 SWING_STEPS = 600           # 4a: its peak strain over the first 10 s
 STRAIN_TARGET = 0.01        # the issue: < 1% after settling, defaults, 64²
 SLEEP_TARGET = 0.01         # the issue: a sleeping step < 1% of an awake one
+SELF_SIZES = (32, 64, 128)  # section 5: the folded sheet, scaled
+SELF_START, SELF_END, SELF_CHUNK = 20, 180, 10   # timed window: 16 interleaved samples
+SELF_FINAL = 240            # 4 s, as tests/test_solver_self.c; then the closest pair
+SELF_TARGET_RATIO = 3.0     # the issue: self-collision costs at most 3x the step without
+SELF_TARGET_N = 64          # the issue: 64² ends with no pair closer than 0.9 selfDistance
+SELF_TARGET_CLOSEST = 0.9
+SOFTBODY_STIFFNESS = (1.0, 0.02)   # volumeStiffness of the dropped ball
+SOFTBODY_STEPS = 240        # 4 s
 
 
 class BenchError(Exception):
@@ -340,6 +350,119 @@ def run_depth(clothd, samples, log):
     return out
 
 
+def run_self(clothd, log):
+    """Section 5: self-collision cost, scaling and separation; soft bodies."""
+    rows = []
+    for n in SELF_SIZES:
+        log(f"  self-collision: {n}² folded sheet, on vs off, steps {SELF_START}-{SELF_END} "
+            f"timed, then to {SELF_FINAL} ...")
+        r = clothd.ask(f"self {n} {SELF_START} {SELF_END} {SELF_CHUNK} {SELF_FINAL}", "SELF")
+        d = r["self_distance"]
+        ratios = [a / b for a, b in zip(r["on_cpu_us_samples"], r["off_cpu_us_samples"])]
+        row = {
+            "case": "self", "n": n, "particles": int(r["particles"]), "spacing": r["spacing"],
+            "self_distance": d, "substeps": r["substeps"], "iters": r["iters"],
+            "window_steps": [r["start"], r["end"]], "samples": r["samples"],
+            "steps_per_sample": r["chunk"],
+            "on_cpu_us": round(r["on_cpu_us"], 1), "off_cpu_us": round(r["off_cpu_us"], 1),
+            "ratio": round(r["ratio"], 3), "ratio_paired": round(r["ratio_paired"], 3),
+            "ratio_worst_sample": round(max(ratios), 3),
+            "on_us_per_particle": round(r["on_us_per_particle"], 4),
+            "off_us_per_particle": round(r["off_us_per_particle"], 4),
+            "self_us_per_particle": round(r["on_us_per_particle"] - r["off_us_per_particle"], 4),
+            "final_steps": r["final_steps"],
+            "closest_on_m": r["closest_on"], "closest_off_m": r["closest_off"],
+            "closest_on_over_d": round(r["closest_on"] / d, 4),
+            "closest_off_over_d": round(r["closest_off"] / d, 4),
+            "target_ratio": SELF_TARGET_RATIO,
+            "verdict": "PASS" if r["ratio"] <= SELF_TARGET_RATIO else "MISS",
+        }
+        if n == SELF_TARGET_N:
+            row["target_closest_over_d"] = SELF_TARGET_CLOSEST
+            row["closest_verdict"] = ("PASS" if r["closest_on"] >= SELF_TARGET_CLOSEST * d
+                                      else "MISS")
+        row["on_cpu_us_samples"] = r["on_cpu_us_samples"]
+        row["off_cpu_us_samples"] = r["off_cpu_us_samples"]
+        rows.append(row)
+    base = next((r for r in rows if r["n"] == SELF_SIZES[0]), None)
+    for r in rows:
+        if base is not None:
+            r["on_per_particle_vs_smallest"] = round(
+                r["on_us_per_particle"] / base["on_us_per_particle"], 3)
+            r["off_per_particle_vs_smallest"] = round(
+                r["off_us_per_particle"] / base["off_us_per_particle"], 3)
+    soft = []
+    for vs in SOFTBODY_STIFFNESS:
+        log(f"  soft body: ball dropped on a plane, volumeStiffness {vs:g} ...")
+        b = clothd.ask(f"softbody {round(vs * 1000)} {SOFTBODY_STEPS}", "SOFTBODY")
+        soft.append({
+            "case": "softbody", "shape": "ball", "radius": b["radius"],
+            "resolution": b["resolution"], "volume_stiffness": b["volume_stiffness"],
+            "particles": b["particles"], "tets": b["tets"], "constraints": b["constraints"],
+            "substeps": b["substeps"], "iters": b["iters"], "steps": b["steps"],
+            "seconds": round(b["steps"] / 60, 2), "awake_steps": b["awake_steps"],
+            "asleep_after_steps": b["asleep_after_steps"] or None,
+            "cpu_us": round(b["cpu_us"], 1), "volume_ratio": round(b["volume_ratio"], 4),
+        })
+    return {"self": rows, "softbody": soft}
+
+
+def print_self(sec):
+    rows = sec.get("self", [])
+    if rows:
+        r0 = rows[0]
+        print(f"5a. Self-collision: the folded sheet of tests/test_solver_self.c scaled (spacing "
+              f"{r0['spacing']:g} m, slanted, dropped on a frictionless plane,")
+        print(f"    {r0['substeps']} substeps × {r0['iters']} iterations, selfDistance "
+              f"{r0['self_distance']:g} m = 0.8 × spacing) vs the same sheet with selfDistance 0. "
+              f"Thread-CPU µs/step: median of")
+        print(f"    {r0['samples']} interleaved samples of {r0['steps_per_sample']} steps over steps "
+              f"{r0['window_steps'][0]}-{r0['window_steps'][1]} (the collapse and the folds); "
+              f"closest: after {r0['final_steps']} steps (4 s)")
+        table_rows = []
+        for r in rows:
+            closest = f"{r['closest_on_over_d']:.3f}"
+            ctarget = (f"≥{SELF_TARGET_CLOSEST:g}: {r['closest_verdict']}"
+                       if "closest_verdict" in r else "-")
+            table_rows.append([
+                f"{r['n']}²", f"{r['particles']}", f"{r['off_cpu_us']:.0f}",
+                f"{r['on_cpu_us']:.0f}", f"{r['ratio']:.2f}×", f"{r['ratio_worst_sample']:.2f}×",
+                f"≤{SELF_TARGET_RATIO:g}×: {r['verdict']}", f"{r['off_us_per_particle']:.3f}",
+                f"{r['on_us_per_particle']:.3f}", f"{r['self_us_per_particle']:.3f}", closest,
+                f"{r['closest_off_over_d']:.3f}", ctarget])
+        print(table(["grid", "particles", "µs off", "µs on", "on/off", "worst sample", "target",
+                     "µs/particle off", "on", "self only", "closest/d on", "off", "target"],
+                    table_rows))
+        small = rows[0]
+        big = rows[-1]
+        if small is not big:
+            inc = (big["self_us_per_particle"] / small["self_us_per_particle"]
+                   if small["self_us_per_particle"] > 0 else float("nan"))
+            print(f"   per-particle cost {big['n']}² / {small['n']}² (linear scaling: ≈ 1): "
+                  f"on {big['on_per_particle_vs_smallest']:.2f}×, "
+                  f"off {big['off_per_particle_vs_smallest']:.2f}×, self-collision only {inc:.2f}×")
+        print("   on/off: median on / median off; worst sample: the largest on/off of one pair of")
+        print("   interleaved samples. self only: (on - off) per particle. closest/d: the smallest")
+        print("   distance between two particles no constraint joins (brute force over all pairs;")
+        print("   grid neighbours within one cell and skip-one partners exempt) / selfDistance.")
+        print()
+    soft = sec.get("softbody", [])
+    if soft:
+        b0 = soft[0]
+        print(f"5b. Soft body: a ball (radius {b0['radius']:g} m, resolution {b0['resolution']}) "
+              f"dropped from 1 m onto a plane (friction 0.5), soft-body defaults")
+        print(f"    ({b0['substeps']} substeps × {b0['iters']} iterations, mass 5 kg, sleeping "
+              f"below 0.05 m/s), no air; {b0['seconds']:g} s")
+        print(table(["volumeStiffness", "particles", "tets", "constraints", "CPU µs/step",
+                     "awake steps", "volume / rest after 4 s"],
+                    [[f"{b['volume_stiffness']:g}", f"{b['particles']}", f"{b['tets']}",
+                      f"{b['constraints']}", f"{b['cpu_us']:.0f}",
+                      f"{b['awake_steps']}/{b['steps']}", f"{b['volume_ratio']:.3f}"]
+                     for b in soft]))
+        print("   CPU µs/step: median thread-CPU time of the steps in which the ball was awake.")
+        print()
+
+
 def print_depth(depth):
     sub = depth.get("substeps", [])
     if sub:
@@ -427,7 +550,7 @@ def other_load_text(cores):
     return f"   other processes used {cores:.2f} of {os.cpu_count()} cores on average meanwhile."
 
 
-def print_report(curtains, workers, memory, others, elapsed, depth=None):
+def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec=None):
     print()
     print(f"clothd bench — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} cores, "
           f"{platform.machine()}, {elapsed:.0f} s, load average before the run {LOAD_BEFORE}")
@@ -514,10 +637,13 @@ def print_report(curtains, workers, memory, others, elapsed, depth=None):
         print()
     if depth:
         print_depth(depth)
+    if selfsec:
+        print_self(selfsec)
     depth_rows = [r for key in ("substeps", "xpbd", "defaults", "sleep")
                   for r in (depth or {}).get(key, [])]
+    self_rows = [r for key in ("self", "softbody") for r in (selfsec or {}).get(key, [])]
     for row in (curtains + ([workers] if workers else []) + ([memory] if memory else [])
-                + depth_rows):
+                + depth_rows + self_rows):
         print("BENCH " + json.dumps(row, separators=(",", ":")))
 
 
@@ -531,6 +657,8 @@ def main():
                     help="skip Bullet with clothd's constraint list (the information-only column)")
     ap.add_argument("--no-depth", action="store_true",
                     help="skip section 4, the solver's depth (substeps, XPBD, tethers, sleeping)")
+    ap.add_argument("--no-self", action="store_true",
+                    help="skip section 5, self-collision and soft bodies")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args()
     if not 1 <= args.samples <= 64:
@@ -545,7 +673,7 @@ def main():
     LOAD_BEFORE = load_average()
     start = time.monotonic()
     engines = []
-    curtains, workers, memory, depth = [], None, None, {}
+    curtains, workers, memory, depth, selfsec = [], None, None, {}, {}
     others = {}  # section -> cores used by other processes meanwhile
     status = 0
     try:
@@ -592,6 +720,11 @@ def main():
         if not args.no_depth:
             log("clothd bench: the solver's depth ...")
             depth = run_depth(clothd, args.samples, log)
+        if not args.no_self:
+            log("clothd bench: self-collision and soft bodies ...")
+            section_start = time.monotonic()
+            selfsec = run_self(clothd, log)
+            log(f"  section 5 took {time.monotonic() - section_start:.0f} s")
         if not workers["identical"]:
             status = 1
     except BenchError as e:
@@ -602,7 +735,7 @@ def main():
             e.close()
     for c in curtains:
         c["other_load_cores"] = round_or_none(others.get("curtains"))
-    print_report(curtains, workers, memory, others, time.monotonic() - start, depth)
+    print_report(curtains, workers, memory, others, time.monotonic() - start, depth, selfsec)
     if workers and not workers["identical"]:
         print("bench: FAIL: positions differ between 1 and 2 workers", file=sys.stderr)
     return status
