@@ -21,7 +21,7 @@
 #include "internal.h"
 #include "vec3.h"
 
-#define CD_PAIRS_PER_PARTICLE 32 /* candidate pairs kept per step, on average */
+#define CD_PAIRS_PER_PARTICLE 48 /* candidate pairs kept per step, on average */
 
 static uint32_t hash_cell(int32_t x, int32_t y, int32_t z, uint32_t size)
 {
@@ -128,11 +128,26 @@ static void build_hash(cd_instance *inst, float cell)
     }
 }
 
+/* How far particle i may travel in this step: its last substep's move
+ * times the substeps, with a margin for acceleration, within the cap. */
+static float travel_of(const cd_instance *inst, uint32_t i, float substeps, float cap)
+{
+    const float *p = &inst->pos[3 * i], *q = &inst->prev[3 * i];
+    const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
+    float t = sqrtf(dx * dx + dy * dy + dz * dz) * substeps * 1.5f + 0.1f * inst->def.self_distance;
+    return t < cap ? t : cap;
+}
+
 void cd_stage_find_self_pairs(cd_instance *inst, float dt, float h)
 {
     const float d = inst->def.self_distance;
-    /* The velocity cap bounds a particle's travel over the step. */
-    const float travel = fminf(inst->last_speed * dt, 0.5f * d * dt / h);
+    /* The velocity cap bounds a particle's travel over the step; the hash
+     * cell covers the fastest particle, while each pair is kept only when
+     * its two particles could actually meet: closer than d plus their own
+     * travels. Slow particles (most of a pile) keep few pairs. */
+    const float substeps = dt / h;
+    const float cap = 0.5f * d * substeps;
+    const float travel = fminf(inst->last_speed * dt * 1.5f + 0.1f * d, cap);
     const float reach = d + 2.0f * travel;
     build_hash(inst, reach);
     const float inv = 1.0f / reach;
@@ -166,7 +181,9 @@ void cd_stage_find_self_pairs(cd_instance *inst, float dt, float h)
                             continue;
                         const float dx = pos[3 * j] - pos[3 * i], dy = pos[3 * j + 1] - pos[3 * i + 1],
                                     dz = pos[3 * j + 2] - pos[3 * i + 2];
-                        if (dx * dx + dy * dy + dz * dz >= reach * reach || connected(inst, i, j))
+                        const float meet = d + travel_of(inst, i, substeps, cap) +
+                                           travel_of(inst, j, substeps, cap);
+                        if (dx * dx + dy * dy + dz * dz >= meet * meet || connected(inst, i, j))
                             continue;
                         if (inst->pair_count == inst->pair_cap)
                             return; /* full: the farthest-down pairs wait a step */
