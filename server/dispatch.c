@@ -12,11 +12,7 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
-static void reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
-
-static void reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt,
-                       ...)
+void cd_reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt, ...)
 {
     char message[sizeof ((cd_error *)0)->message];
     va_list ap;
@@ -33,27 +29,26 @@ static void reply_ok(cd_conn *conn, const cd_request *req)
     cd_conn_send_reply(conn, cd_reply_ok(req->id));
 }
 
-static void add_vec3(cJSON *obj, const char *name, cd_vec3 v)
+void cd_add_vec3(cJSON *obj, const char *name, cd_vec3 v)
 {
     const float xyz[3] = {v.x, v.y, v.z};
     cd_reply_add_floats(obj, name, xyz, 1);
 }
 
-static const char *type_name(cd_instance_type type)
+const char *cd_instance_type_name(cd_instance_type type)
 {
     return type == CD_INSTANCE_CLOTH ? "cloth" : "softbody";
 }
 
-/* The request's instance, or NULL after replying not_found. */
-static cd_instance *require_instance(cd_conn *conn, const cd_request *req)
+cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req)
 {
     if (!req->has_instance) {
-        reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "instance: required");
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "instance: required");
         return NULL;
     }
     cd_instance *inst = cd_world_get(conn->server->world, req->instance);
     if (inst == NULL)
-        reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", req->instance);
+        cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", req->instance);
     return inst;
 }
 
@@ -98,11 +93,11 @@ static bool check_particles(cd_conn *conn, const cd_request *req, const cd_insta
     for (uint32_t i = 0; i < req->as.pin.count; i++) {
         if (positions != NULL && !cd_vec3_in_world(positions[i])) {
             if (req->as.pin.count == 1)
-                reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                            "position: outside the world box (|x|, |y|, |z| <= %g m)",
                            (double)CD_WORLD_EXTENT);
             else
-                reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                            "positions[%u]: outside the world box (|x|, |y|, |z| <= %g m)", i,
                            (double)CD_WORLD_EXTENT);
             return false;
@@ -111,10 +106,10 @@ static bool check_particles(cd_conn *conn, const cd_request *req, const cd_insta
         if (p < n)
             continue;
         if (req->as.pin.count == 1)
-            reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+            cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                        "particle: index %u out of range (%u particles)", p, n);
         else
-            reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+            cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                        "particles[%u]: index %u out of range (%u particles)", i, p, n);
         return false;
     }
@@ -132,25 +127,25 @@ static void cmd_create(cd_conn *conn, const cd_request *req)
     cd_status st = soft ? cd_world_create_softbody(world, &req->as.create.mesh, def, &id)
                         : cd_world_create_cloth(world, def, &id);
     if (st == CD_E_LIMIT_EXCEEDED && cd_world_count(world) >= conn->server->opts.max_instances) {
-        reply_fail(conn, req, st, "instance: at most %u instances (--max-instances)",
+        cd_reply_fail(conn, req, st, "instance: at most %u instances (--max-instances)",
                    conn->server->opts.max_instances);
         return;
     }
     if (st == CD_E_LIMIT_EXCEEDED) {
         unsigned long long n = soft ? req->as.create.mesh.vertex_count
                                     : (unsigned long long)def->width * (unsigned long long)def->height;
-        reply_fail(conn, req, st, "%s: %llu particles exceed the limit of %u",
+        cd_reply_fail(conn, req, st, "%s: %llu particles exceed the limit of %u",
                    soft ? "vertices" : "width, height", n, conn->server->opts.max_particles);
         return;
     }
     if (st == CD_E_INVALID_ARGUMENT) {
         /* The parser checked every field; what is left is the layout. */
-        reply_fail(conn, req, st, "origin: the cloth reaches outside the world box "
+        cd_reply_fail(conn, req, st, "origin: the cloth reaches outside the world box "
                                   "(|x|, |y|, |z| <= %g m)", (double)CD_WORLD_EXTENT);
         return;
     }
     if (st != CD_OK) {
-        reply_fail(conn, req, st, "create: %s", cd_status_message(st));
+        cd_reply_fail(conn, req, st, "create: %s", cd_status_message(st));
         return;
     }
     cd_instance_info info;
@@ -169,7 +164,7 @@ static void cmd_create(cd_conn *conn, const cd_request *req)
 
 static void cmd_destroy(cd_conn *conn, const cd_request *req)
 {
-    if (require_instance(conn, req) == NULL)
+    if (cd_require_instance(conn, req) == NULL)
         return;
     cd_world_destroy_instance(conn->server->world, req->instance);
     cd_dispatch_forget_instance(conn->server, req->instance);
@@ -178,7 +173,7 @@ static void cmd_destroy(cd_conn *conn, const cd_request *req)
 
 static void cmd_pin(cd_conn *conn, const cd_request *req, bool pin)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL || !check_particles(conn, req, inst))
         return;
     for (uint32_t i = 0; i < req->as.pin.count; i++) {
@@ -199,19 +194,19 @@ static void cmd_wind(cd_conn *conn, const cd_request *req)
     if (!req->has_instance) {
         cd_world_set_global_wind(conn->server->world, wind);
     } else {
-        cd_instance *inst = require_instance(conn, req);
+        cd_instance *inst = cd_require_instance(conn, req);
         if (inst == NULL)
             return;
         cd_instance_set_wind(inst, wind);
     }
     cJSON *reply = cd_reply_ok(req->id);
-    add_vec3(reply, "wind", wind);
+    cd_add_vec3(reply, "wind", wind);
     cd_conn_send_reply(conn, reply);
 }
 
 static void cmd_gravity(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     cd_instance_set_gravity(inst, req->as.gravity.gravity);
@@ -225,14 +220,14 @@ static uint32_t require_transform(cd_conn *conn, const cd_request *req, const cd
 {
     uint32_t handle = cd_instance_find_transform(inst, name);
     if (handle == 0)
-        reply_fail(conn, req, CD_E_NOT_FOUND, "%s: no transform \"%s\" on instance %u", field,
+        cd_reply_fail(conn, req, CD_E_NOT_FOUND, "%s: no transform \"%s\" on instance %u", field,
                    name, req->instance);
     return handle;
 }
 
 static void cmd_add_collider(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     cd_collider_def def = req->as.add_collider.def;
@@ -245,12 +240,12 @@ static void cmd_add_collider(cd_conn *conn, const cd_request *req)
     cd_id collider = 0;
     cd_status st = cd_instance_add_collider(inst, &def, &collider);
     if (st == CD_E_LIMIT_EXCEEDED) {
-        reply_fail(conn, req, st, "collider: at most %d colliders per instance",
+        cd_reply_fail(conn, req, st, "collider: at most %d colliders per instance",
                    CD_MAX_COLLIDERS);
         return;
     }
     if (st != CD_OK) {
-        reply_fail(conn, req, st, "addCollider: %s", cd_status_message(st));
+        cd_reply_fail(conn, req, st, "addCollider: %s", cd_status_message(st));
         return;
     }
     cJSON *reply = cd_reply_ok(req->id);
@@ -260,7 +255,7 @@ static void cmd_add_collider(cd_conn *conn, const cd_request *req)
 
 static void cmd_move_collider(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     cd_id collider = req->as.move_collider.collider;
@@ -270,22 +265,22 @@ static void cmd_move_collider(cd_conn *conn, const cd_request *req)
         req->as.move_collider.has_normal ? &req->as.move_collider.normal : NULL;
     cd_status st = cd_instance_move_collider(inst, collider, position, normal);
     if (st == CD_E_NOT_FOUND)
-        reply_fail(conn, req, st, "collider: no collider %u on instance %u", collider,
+        cd_reply_fail(conn, req, st, "collider: no collider %u on instance %u", collider,
                    req->instance);
     else if (st != CD_OK)
-        reply_fail(conn, req, st, "moveCollider: %s", cd_status_message(st));
+        cd_reply_fail(conn, req, st, "moveCollider: %s", cd_status_message(st));
     else
         reply_ok(conn, req);
 }
 
 static void cmd_remove_collider(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     cd_id collider = req->as.remove_collider.collider;
     if (cd_instance_remove_collider(inst, collider) != CD_OK)
-        reply_fail(conn, req, CD_E_NOT_FOUND, "collider: no collider %u on instance %u",
+        cd_reply_fail(conn, req, CD_E_NOT_FOUND, "collider: no collider %u on instance %u",
                    collider, req->instance);
     else
         reply_ok(conn, req);
@@ -293,13 +288,13 @@ static void cmd_remove_collider(cd_conn *conn, const cd_request *req)
 
 static void cmd_set(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     cd_cloth_def def = cd_instance_def(inst);
     cd_cloth_def_merge(&def, &req->as.set.def, req->as.set.present);
     if (cd_instance_configure(inst, &def) != CD_OK) {
-        reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "set: the options do not fit together");
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "set: the options do not fit together");
         return;
     }
     reply_ok(conn, req);
@@ -307,7 +302,7 @@ static void cmd_set(cd_conn *conn, const cd_request *req)
 
 static void cmd_transform(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     uint32_t handle = 0;
@@ -315,9 +310,9 @@ static void cmd_transform(cd_conn *conn, const cd_request *req)
                                              req->as.transform.position,
                                              req->as.transform.rotation, &handle);
     if (st == CD_E_LIMIT_EXCEEDED)
-        reply_fail(conn, req, st, "name: at most %d transforms per instance", CD_MAX_TRANSFORMS);
+        cd_reply_fail(conn, req, st, "name: at most %d transforms per instance", CD_MAX_TRANSFORMS);
     else if (st != CD_OK)
-        reply_fail(conn, req, st, "position: outside the world box (|x|, |y|, |z| <= %g m)",
+        cd_reply_fail(conn, req, st, "position: outside the world box (|x|, |y|, |z| <= %g m)",
                    (double)CD_WORLD_EXTENT);
     else
         reply_ok(conn, req);
@@ -325,7 +320,7 @@ static void cmd_transform(cd_conn *conn, const cd_request *req)
 
 static void cmd_attach(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL || !check_particles(conn, req, inst))
         return;
     uint32_t handle = require_transform(conn, req, inst, "name", req->as.attach.name);
@@ -335,7 +330,7 @@ static void cmd_attach(cd_conn *conn, const cd_request *req)
         const cd_vec3 *local = req->as.attach.positions ? &req->as.attach.positions[i] : NULL;
         if (cd_instance_attach(inst, req->as.attach.particles[i], handle, local) != CD_OK) {
             /* Only an offset that puts the particle outside the world box. */
-            reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+            cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                        "offsets[%u]: puts the particle outside the world box", i);
             return;
         }
@@ -345,66 +340,9 @@ static void cmd_attach(cd_conn *conn, const cd_request *req)
     cd_conn_send_reply(conn, reply);
 }
 
-/* Integers as a raw JSON array: a large mesh's indices without a cJSON
- * node per number. */
-static bool add_uints(cJSON *obj, const char *name, const uint32_t *values, size_t count)
-{
-    char *text = malloc(count * 11 + 3);
-    if (text == NULL)
-        return false;
-    size_t o = 0;
-    text[o++] = '[';
-    for (size_t i = 0; i < count; i++)
-        o += (size_t)sprintf(text + o, i ? ",%u" : "%u", values[i]);
-    text[o++] = ']';
-    text[o] = '\0';
-    cJSON *raw = cJSON_CreateRaw(text);
-    free(text);
-    return raw != NULL && cJSON_AddItemToObject(obj, name, raw);
-}
-
-/* What a renderer needs once: triangles, and for cloth the seed's UVs. */
-static void cmd_topology(cd_conn *conn, const cd_request *req)
-{
-    cd_instance *inst = require_instance(conn, req);
-    if (inst == NULL)
-        return;
-    cd_instance_info info;
-    cd_instance_get_info(inst, &info);
-    uint32_t n = cd_instance_triangles(inst, NULL, 0);
-    uint32_t *tris = malloc(sizeof(uint32_t) * 3u * (n ? n : 1));
-    float *uvs = info.type == CD_INSTANCE_CLOTH ? malloc(sizeof(float) * 2u * info.particles) : NULL;
-    cJSON *reply = cd_reply_ok(req->id);
-    bool ok = tris != NULL && (info.type != CD_INSTANCE_CLOTH || uvs != NULL);
-    if (ok) {
-        cd_instance_triangles(inst, tris, n);
-        cJSON_AddNumberToObject(reply, "instance", info.id);
-        cJSON_AddStringToObject(reply, "type", type_name(info.type));
-        cJSON_AddNumberToObject(reply, "particles", info.particles);
-        ok = add_uints(reply, "triangles", tris, 3u * (size_t)n);
-    }
-    if (ok && uvs != NULL) {
-        /* The seed's: u = x / (w - 1), v = y / (h - 1). */
-        const uint32_t w = (uint32_t)info.width, h = (uint32_t)info.height;
-        for (uint32_t i = 0; i < info.particles; i++) {
-            uvs[2 * i] = (float)(i % w) / (float)(w - 1);
-            uvs[2 * i + 1] = (float)(i / w) / (float)(h - 1);
-        }
-        ok = cd_reply_add_float_list(reply, "uvs", uvs, 2u * (size_t)info.particles);
-    }
-    free(tris);
-    free(uvs);
-    if (!ok) {
-        cJSON_Delete(reply);
-        reply_fail(conn, req, CD_E_INTERNAL, "topology: out of memory");
-        return;
-    }
-    cd_conn_send_reply(conn, reply);
-}
-
 static void cmd_enable(cd_conn *conn, const cd_request *req)
 {
-    cd_instance *inst = require_instance(conn, req);
+    cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return;
     cd_instance_set_enabled(inst, req->as.enable.enabled);
@@ -423,7 +361,7 @@ static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list
     uint32_t n = list->all ? cd_world_count(world) : list->count;
     cd_id *ids = malloc((n ? n : 1) * sizeof *ids);
     if (ids == NULL) {
-        reply_fail(conn, req, CD_E_INTERNAL, "instances: out of memory");
+        cd_reply_fail(conn, req, CD_E_INTERNAL, "instances: out of memory");
         return NULL;
     }
     if (list->all) {
@@ -434,15 +372,15 @@ static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list
         cd_id id = list->ids[i];
         if (cd_world_get(world, id) == NULL) {
             if (req->has_instance)
-                reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", id);
+                cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", id);
             else
-                reply_fail(conn, req, CD_E_NOT_FOUND, "instances[%u]: no instance %u", i, id);
+                cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instances[%u]: no instance %u", i, id);
             free(ids);
             return NULL;
         }
         for (uint32_t j = 0; j < i; j++) {
             if (ids[j] == id) {
-                reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                            "instances[%u]: instance %u listed twice", i, id);
                 free(ids);
                 return NULL;
@@ -477,64 +415,6 @@ static cd_dispatch_result cmd_step(cd_conn *conn, const cd_request *req)
     return r;
 }
 
-static const char *const collider_type_names[] = {
-    [CD_COLLIDER_SPHERE] = "sphere", [CD_COLLIDER_CAPSULE] = "capsule", [CD_COLLIDER_PLANE] = "plane"};
-
-/* "colliders": every live collider with its shape, for viewers. */
-static void add_colliders(cJSON *reply, const cd_instance *inst)
-{
-    cd_id ids[CD_MAX_COLLIDERS];
-    cd_collider_def defs[CD_MAX_COLLIDERS];
-    uint32_t n = cd_instance_list_colliders(inst, ids, defs, CD_MAX_COLLIDERS);
-    cJSON *arr = cJSON_AddArrayToObject(reply, "colliders");
-    for (uint32_t i = 0; i < n && i < CD_MAX_COLLIDERS; i++) {
-        cJSON *item = cJSON_CreateObject();
-        cJSON_AddItemToArray(arr, item);
-        cJSON_AddNumberToObject(item, "collider", ids[i]);
-        cJSON_AddStringToObject(item, "type", collider_type_names[defs[i].type]);
-        add_vec3(item, "position", defs[i].position);
-        add_vec3(item, "normal", defs[i].normal);
-        cJSON_AddNumberToObject(item, "radius", defs[i].radius);
-        cJSON_AddNumberToObject(item, "height", defs[i].height);
-    }
-}
-
-static void cmd_get(cd_conn *conn, const cd_request *req)
-{
-    cd_instance *inst = require_instance(conn, req);
-    if (inst == NULL)
-        return;
-    cd_instance_info info;
-    cd_instance_get_info(inst, &info);
-    cJSON *reply = cd_reply_ok(req->id);
-    cJSON_AddNumberToObject(reply, "instance", info.id);
-    cJSON_AddStringToObject(reply, "type", type_name(info.type));
-    cJSON_AddNumberToObject(reply, "width", info.width);
-    cJSON_AddNumberToObject(reply, "height", info.height);
-    cJSON_AddNumberToObject(reply, "frame", (double)info.frame);
-    cJSON_AddNumberToObject(reply, "time", info.time);
-    cJSON_AddBoolToObject(reply, "enabled", info.enabled);
-    cJSON_AddBoolToObject(reply, "unstable", info.unstable);
-    cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
-    const cd_cloth_def def = cd_instance_def(inst);
-    cJSON_AddStringToObject(reply, "windModel",
-                            def.wind_model == CD_WIND_AERO ? "aero" : "constant");
-    add_vec3(reply, "wind", cd_instance_wind(inst));
-    add_vec3(reply, "gravity", def.gravity);
-    if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
-        cJSON_Delete(reply);
-        reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
-        return;
-    }
-    cJSON *pinned = cJSON_AddArrayToObject(reply, "pinned");
-    for (uint32_t i = 0; i < info.particles; i++)
-        if (cd_instance_is_pinned(inst, i))
-            cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
-    add_colliders(reply, inst);
-    cd_conn_send_reply(conn, reply);
-}
-
-/* Subscribing again to an instance replaces its options. */
 static bool add_subscription(cd_conn *conn, cd_id id, const cd_frame_options *options)
 {
     for (uint32_t i = 0; i < conn->sub_count; i++) {
@@ -586,7 +466,7 @@ static void cmd_subscribe(cd_conn *conn, const cd_request *req)
     }
     for (uint32_t i = 0; i < count && !list.all; i++) {
         if (!add_subscription(conn, ids[i], &req->as.subscribe.options)) {
-            reply_fail(conn, req, CD_E_INTERNAL, "subscribe: out of memory");
+            cd_reply_fail(conn, req, CD_E_INTERNAL, "subscribe: out of memory");
             free(ids);
             return;
         }
@@ -646,53 +526,6 @@ static void cmd_debug(cd_conn *conn, const cd_request *req)
     }
 }
 
-static void cmd_status(cd_conn *conn, const cd_request *req)
-{
-    cd_server *server = conn->server;
-    uint32_t n = cd_world_count(server->world);
-    cd_id *ids = malloc((n ? n : 1) * sizeof *ids);
-    cd_instance_info *infos = malloc((n ? n : 1) * sizeof *infos);
-    char *text = NULL;
-    cJSON *reply = cd_reply_ok(req->id);
-    if (ids == NULL || infos == NULL)
-        goto oom;
-    cd_world_list(server->world, ids, n);
-    cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
-    for (uint32_t i = 0; i < n; i++) {
-        cd_instance_get_info(cd_world_get(server->world, ids[i]), &infos[i]);
-        const cd_instance_info *info = &infos[i];
-        cJSON *item = cJSON_CreateObject();
-        cJSON_AddItemToArray(arr, item);
-        cJSON_AddNumberToObject(item, "instance", info->id);
-        cJSON_AddStringToObject(item, "type", type_name(info->type));
-        cJSON_AddNumberToObject(item, "particles", info->particles);
-        cJSON_AddNumberToObject(item, "constraints", info->constraints);
-        cJSON_AddNumberToObject(item, "colliders", info->colliders);
-        cJSON_AddBoolToObject(item, "enabled", info->enabled);
-        cJSON_AddBoolToObject(item, "unstable", info->unstable);
-        cJSON_AddBoolToObject(item, "sleeping", info->sleeping);
-        cJSON_AddNumberToObject(item, "frame", (double)info->frame);
-    }
-    cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
-    add_vec3(reply, "globalWind", cd_world_global_wind(server->world));
-    cJSON_AddStringToObject(reply, "version", CD_VERSION_STRING);
-    cJSON_AddBoolToObject(reply, "debug", server->debug);
-    text = cd_status_text(infos, n);
-    if (text == NULL)
-        goto oom;
-    cJSON_AddStringToObject(reply, "text", text);
-    cd_conn_send_reply(conn, reply);
-    free(text);
-    free(ids);
-    free(infos);
-    return;
-oom:
-    cJSON_Delete(reply);
-    free(ids);
-    free(infos);
-    reply_fail(conn, req, CD_E_INTERNAL, "status: out of memory");
-}
-
 /* ---- entry points ------------------------------------------------------ */
 
 cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
@@ -711,17 +544,17 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
     case CD_CMD_REMOVE_COLLIDER: cmd_remove_collider(conn, req); break;
     case CD_CMD_ENABLE: cmd_enable(conn, req); break;
     case CD_CMD_STEP: return cmd_step(conn, req);
-    case CD_CMD_GET: cmd_get(conn, req); break;
+    case CD_CMD_GET: cd_cmd_get(conn, req); break;
     case CD_CMD_SUBSCRIBE: cmd_subscribe(conn, req); break;
     case CD_CMD_UNSUBSCRIBE: cmd_unsubscribe(conn, req); break;
-    case CD_CMD_STATUS: cmd_status(conn, req); break;
+    case CD_CMD_STATUS: cd_cmd_status(conn, req); break;
     case CD_CMD_DEBUG: cmd_debug(conn, req); break;
     case CD_CMD_SET: cmd_set(conn, req); break;
     case CD_CMD_TRANSFORM: cmd_transform(conn, req); break;
     case CD_CMD_ATTACH: cmd_attach(conn, req); break;
-    case CD_CMD_TOPOLOGY: cmd_topology(conn, req); break;
+    case CD_CMD_TOPOLOGY: cd_cmd_topology(conn, req); break;
     default:
-        reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
+        cd_reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
         break;
     }
     return CD_DISPATCH_DONE;

@@ -2,6 +2,7 @@
  *   server.c   loop, listening socket, signals, wake-ups from the pool, shutdown
  *   conn.c     one client: input framing, replies, frame delivery, closing
  *   dispatch.c one request -> one reply (or a step batch)
+ *   queries.c  the read-only requests: get, topology, status
  *   stepper.c  step batches on the worker pool, completion, frame fan-out
  *   frames.c   reference-counted encoded frames
  */
@@ -120,6 +121,17 @@ typedef enum cd_dispatch_result {
 } cd_dispatch_result;
 /* Runs one parsed request; `req` stays owned by the caller. */
 cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req);
+/* Helpers shared by dispatch.c and queries.c. */
+void cd_reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The request's instance, or NULL after replying not_found. */
+cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req);
+void cd_add_vec3(cJSON *obj, const char *name, cd_vec3 v);
+const char *cd_instance_type_name(cd_instance_type type);
+/* ---- queries.c: the read-only requests ---- */
+void cd_cmd_get(cd_conn *conn, const cd_request *req);
+void cd_cmd_topology(cd_conn *conn, const cd_request *req);
+void cd_cmd_status(cd_conn *conn, const cd_request *req);
 /* Forgets an instance in every connection's subscriptions and slots. */
 void cd_dispatch_forget_instance(cd_server *server, cd_id instance);
 

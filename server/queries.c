@@ -1,0 +1,169 @@
+/* The read-only requests: get, topology and status. They build the
+ * larger replies (positions, triangles, the console block). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* Integers as a raw JSON array: a large mesh's indices without a cJSON
+ * node per number. */
+static bool add_uints(cJSON *obj, const char *name, const uint32_t *values, size_t count)
+{
+    char *text = malloc(count * 11 + 3);
+    if (text == NULL)
+        return false;
+    size_t o = 0;
+    text[o++] = '[';
+    for (size_t i = 0; i < count; i++)
+        o += (size_t)sprintf(text + o, i ? ",%u" : "%u", values[i]);
+    text[o++] = ']';
+    text[o] = '\0';
+    cJSON *raw = cJSON_CreateRaw(text);
+    free(text);
+    return raw != NULL && cJSON_AddItemToObject(obj, name, raw);
+}
+
+/* What a renderer needs once: triangles, and for cloth the seed's UVs. */
+void cd_cmd_topology(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = cd_require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    uint32_t n = cd_instance_triangles(inst, NULL, 0);
+    uint32_t *tris = malloc(sizeof(uint32_t) * 3u * (n ? n : 1));
+    float *uvs = info.type == CD_INSTANCE_CLOTH ? malloc(sizeof(float) * 2u * info.particles) : NULL;
+    cJSON *reply = cd_reply_ok(req->id);
+    bool ok = tris != NULL && (info.type != CD_INSTANCE_CLOTH || uvs != NULL);
+    if (ok) {
+        cd_instance_triangles(inst, tris, n);
+        cJSON_AddNumberToObject(reply, "instance", info.id);
+        cJSON_AddStringToObject(reply, "type", cd_instance_type_name(info.type));
+        cJSON_AddNumberToObject(reply, "particles", info.particles);
+        ok = add_uints(reply, "triangles", tris, 3u * (size_t)n);
+    }
+    if (ok && uvs != NULL) {
+        /* The seed's: u = x / (w - 1), v = y / (h - 1). */
+        const uint32_t w = (uint32_t)info.width, h = (uint32_t)info.height;
+        for (uint32_t i = 0; i < info.particles; i++) {
+            uvs[2 * i] = (float)(i % w) / (float)(w - 1);
+            uvs[2 * i + 1] = (float)(i / w) / (float)(h - 1);
+        }
+        ok = cd_reply_add_float_list(reply, "uvs", uvs, 2u * (size_t)info.particles);
+    }
+    free(tris);
+    free(uvs);
+    if (!ok) {
+        cJSON_Delete(reply);
+        cd_reply_fail(conn, req, CD_E_INTERNAL, "topology: out of memory");
+        return;
+    }
+    cd_conn_send_reply(conn, reply);
+}
+
+static const char *const collider_type_names[] = {
+    [CD_COLLIDER_SPHERE] = "sphere", [CD_COLLIDER_CAPSULE] = "capsule", [CD_COLLIDER_PLANE] = "plane"};
+
+/* "colliders": every live collider with its shape, for viewers. */
+static void add_colliders(cJSON *reply, const cd_instance *inst)
+{
+    cd_id ids[CD_MAX_COLLIDERS];
+    cd_collider_def defs[CD_MAX_COLLIDERS];
+    uint32_t n = cd_instance_list_colliders(inst, ids, defs, CD_MAX_COLLIDERS);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "colliders");
+    for (uint32_t i = 0; i < n && i < CD_MAX_COLLIDERS; i++) {
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, item);
+        cJSON_AddNumberToObject(item, "collider", ids[i]);
+        cJSON_AddStringToObject(item, "type", collider_type_names[defs[i].type]);
+        cd_add_vec3(item, "position", defs[i].position);
+        cd_add_vec3(item, "normal", defs[i].normal);
+        cJSON_AddNumberToObject(item, "radius", defs[i].radius);
+        cJSON_AddNumberToObject(item, "height", defs[i].height);
+    }
+}
+
+void cd_cmd_get(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = cd_require_instance(conn, req);
+    if (inst == NULL)
+        return;
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddNumberToObject(reply, "instance", info.id);
+    cJSON_AddStringToObject(reply, "type", cd_instance_type_name(info.type));
+    cJSON_AddNumberToObject(reply, "width", info.width);
+    cJSON_AddNumberToObject(reply, "height", info.height);
+    cJSON_AddNumberToObject(reply, "frame", (double)info.frame);
+    cJSON_AddNumberToObject(reply, "time", info.time);
+    cJSON_AddBoolToObject(reply, "enabled", info.enabled);
+    cJSON_AddBoolToObject(reply, "unstable", info.unstable);
+    cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
+    const cd_cloth_def def = cd_instance_def(inst);
+    cJSON_AddStringToObject(reply, "windModel",
+                            def.wind_model == CD_WIND_AERO ? "aero" : "constant");
+    cd_add_vec3(reply, "wind", cd_instance_wind(inst));
+    cd_add_vec3(reply, "gravity", def.gravity);
+    if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
+        cJSON_Delete(reply);
+        cd_reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
+        return;
+    }
+    cJSON *pinned = cJSON_AddArrayToObject(reply, "pinned");
+    for (uint32_t i = 0; i < info.particles; i++)
+        if (cd_instance_is_pinned(inst, i))
+            cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
+    add_colliders(reply, inst);
+    cd_conn_send_reply(conn, reply);
+}
+
+/* Subscribing again to an instance replaces its options. */
+void cd_cmd_status(cd_conn *conn, const cd_request *req)
+{
+    cd_server *server = conn->server;
+    uint32_t n = cd_world_count(server->world);
+    cd_id *ids = malloc((n ? n : 1) * sizeof *ids);
+    cd_instance_info *infos = malloc((n ? n : 1) * sizeof *infos);
+    char *text = NULL;
+    cJSON *reply = cd_reply_ok(req->id);
+    if (ids == NULL || infos == NULL)
+        goto oom;
+    cd_world_list(server->world, ids, n);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
+    for (uint32_t i = 0; i < n; i++) {
+        cd_instance_get_info(cd_world_get(server->world, ids[i]), &infos[i]);
+        const cd_instance_info *info = &infos[i];
+        cJSON *item = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, item);
+        cJSON_AddNumberToObject(item, "instance", info->id);
+        cJSON_AddStringToObject(item, "type", cd_instance_type_name(info->type));
+        cJSON_AddNumberToObject(item, "particles", info->particles);
+        cJSON_AddNumberToObject(item, "constraints", info->constraints);
+        cJSON_AddNumberToObject(item, "colliders", info->colliders);
+        cJSON_AddBoolToObject(item, "enabled", info->enabled);
+        cJSON_AddBoolToObject(item, "unstable", info->unstable);
+        cJSON_AddBoolToObject(item, "sleeping", info->sleeping);
+        cJSON_AddNumberToObject(item, "frame", (double)info->frame);
+    }
+    cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
+    cd_add_vec3(reply, "globalWind", cd_world_global_wind(server->world));
+    cJSON_AddStringToObject(reply, "version", CD_VERSION_STRING);
+    cJSON_AddBoolToObject(reply, "debug", server->debug);
+    text = cd_status_text(infos, n);
+    if (text == NULL)
+        goto oom;
+    cJSON_AddStringToObject(reply, "text", text);
+    cd_conn_send_reply(conn, reply);
+    free(text);
+    free(ids);
+    free(infos);
+    return;
+oom:
+    cJSON_Delete(reply);
+    free(ids);
+    free(infos);
+    cd_reply_fail(conn, req, CD_E_INTERNAL, "status: out of memory");
+}
+
