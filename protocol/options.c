@@ -117,15 +117,6 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
     bool wind_given = false;
     if ((st = read_wind_model(obj, def, &wind_given, err)) != CD_OK)
         return st;
-    /* The seed's form of a setting switches its XPBD twin off, and back. */
-    if (seen & BIT(OPT_STIFFNESS))
-        def->stretch_compliance = CD_UNSET;
-    if (seen & BIT(OPT_BEND_STIFFNESS))
-        def->bend_compliance = CD_UNSET;
-    if (seen & BIT(OPT_DAMPING))
-        def->velocity_retention = CD_UNSET;
-    if (seen & BIT(OPT_VOLUME_STIFFNESS))
-        def->volume_compliance = CD_UNSET;
     if (present != NULL)
         *present = seen | (wind_given ? BIT(OPT_COUNT) : 0);
     return CD_OK;
@@ -145,12 +136,14 @@ void cd_cloth_def_merge(cd_cloth_def *dst, const cd_cloth_def *src, uint64_t pre
     }
     if (present & BIT(OPT_COUNT))
         dst->wind_model = src->wind_model;
-    if (present & BIT(OPT_STIFFNESS))
-        dst->stretch_compliance = CD_UNSET;
-    if (present & BIT(OPT_BEND_STIFFNESS))
-        dst->bend_compliance = CD_UNSET;
-    if (present & BIT(OPT_DAMPING))
-        dst->velocity_retention = CD_UNSET;
-    if (present & BIT(OPT_VOLUME_STIFFNESS))
-        dst->volume_compliance = CD_UNSET;
+    /* The seed's form of a setting switches its XPBD twin off (a request
+     * never carries both): {"stiffness":0.8} returns to the seed's
+     * projection. (In `create` the twin starts unset anyway.) */
+    for (size_t i = 0; i < sizeof exclusive / sizeof exclusive[0]; i++) {
+        const cd_field_spec *twin = &cloth_fields[exclusive[i].b];
+        if ((present & BIT(exclusive[i].a)) && twin->kind == FIELD_FLOAT) {
+            const float unset = CD_UNSET;
+            memcpy((unsigned char *)dst + twin->offset, &unset, sizeof unset);
+        }
+    }
 }

@@ -1057,3 +1057,29 @@ Test(protocol_request, debug_with_and_without_enabled)
     expect_error("{\"cmd\":\"debug\",\"enabled\":1}", CD_E_INVALID_ARGUMENT,
                  "enabled: must be true or false");
 }
+
+Test(protocol_request, set_with_the_seeds_stiffness_switches_xpbd_off)
+{
+    /* An instance running XPBD (compliance given) gets {"stiffness":0.7}:
+     * the merge sets the stiffness and unsets the compliance, so the
+     * stretch group returns to the seed's projection. Fields not given
+     * keep the instance's values. */
+    cd_cloth_def live = cd_default_cloth_def();
+    live.stretch_compliance = 0.001f;
+    live.bend_compliance = 0.01f;
+    live.substeps = 4;
+    cd_request req;
+    parse_ok("{\"cmd\":\"set\",\"instance\":1,\"stiffness\":0.7,\"velocityRetention\":0.5}", &req);
+    cd_cloth_def_merge(&live, &req.as.set.def, req.as.set.present);
+    cr_assert_eq(live.stiffness, 0.7f);
+    cr_assert_eq(live.stretch_compliance, CD_UNSET);
+    cr_assert_eq(live.bend_compliance, 0.01f);
+    cr_assert_eq(live.velocity_retention, 0.5f);
+    cr_assert_eq(live.substeps, 4);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"set\",\"instance\":1,\"stretchCompliance\":0.002}", &req);
+    cd_cloth_def_merge(&live, &req.as.set.def, req.as.set.present);
+    cr_assert_eq(live.stretch_compliance, 0.002f);
+    cr_assert_eq(live.stiffness, 0.7f); /* kept for a later switch back */
+    cd_request_free(&req);
+}
