@@ -155,7 +155,8 @@ export class Viewer {
       return;
     }
     if (url.pathname === '/api/state') {
-      const body = JSON.stringify(this.#hello());
+      const browsers = [...this.clients].map((c) => ({ pending: c.pending.size, skipped: c.skipped }));
+      const body = JSON.stringify({ ...this.#hello(), browsers });
       res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
       return;
     }
@@ -213,7 +214,7 @@ export class Viewer {
   }
 
   #onBrowser(ws) {
-    const client = { ws, pending: new Map() };
+    const client = { ws, pending: new Map(), skipped: 0 };
     this.clients.add(client);
     ws.on('close', () => this.clients.delete(client));
     ws.on('error', () => this.clients.delete(client));
@@ -291,7 +292,8 @@ export class Viewer {
     const id = frame.readUInt32LE(12);
     this.latest.set(id, frame);
     for (const c of this.clients) {
-      c.pending.delete(id); // keep insertion order fair across instances
+      // An unsent older frame of this instance is replaced, never queued.
+      if (c.pending.delete(id)) c.skipped++; // delete first: keeps insertion order fair across instances
       c.pending.set(id, frame);
       this.#pump(c);
     }
