@@ -45,8 +45,8 @@
  *   sleep N SAMPLES          a default curtain left to fall asleep, timed
  *                            against an awake twin                 -> SLEEP
  * Self-collision and soft bodies (issue 4):
- *   self N START END CHUNK FINAL
- *                            two N x N folded sheets (the scenario of
+ *   self W H START END CHUNK FINAL
+ *                            two W x H folded sheets (the scenario of
  *                            test_solver_self.c scaled), selfDistance
  *                            0.8 x spacing and 0: stepped to START, then
  *                            CHUNK-step samples alternate up to END; with
@@ -683,16 +683,17 @@ static int cmd_sleep(bench_state *st, int n, int samples)
 #define SELF_SPACING 0.02f
 #define SELF_DISTANCE_FACTOR 0.8f /* selfDistance = 0.8 x spacing, as seed 003 advises */
 
-/* The folded sheet of tests/test_solver_self.c scaled to n x n: spacing
+/* The folded sheet of tests/test_solver_self.c scaled to w x h: spacing
  * 0.02 m, slanted (down (0,-1,0.15)) with its lowest row just above the
  * floor, 8 substeps, 4 iterations, sleeping off; clothd's defaults
  * otherwise (aero stage with still air included). */
-static cd_instance *folded_sheet(cd_world *world, int n, float self_distance)
+static cd_instance *folded_sheet(cd_world *world, int w, int h, float self_distance)
 {
     cd_cloth_def def = cd_default_cloth_def();
-    def.width = def.height = n;
+    def.width = w;
+    def.height = h;
     def.spacing = SELF_SPACING;
-    def.origin = (cd_vec3){0.0f, 0.05f + (float)(n - 1) * SELF_SPACING, 0.0f};
+    def.origin = (cd_vec3){0.0f, 0.05f + (float)(h - 1) * SELF_SPACING, 0.0f};
     def.down = (cd_vec3){0.0f, -1.0f, 0.15f};
     def.substeps = 8;
     def.solver_iterations = 4;
@@ -744,16 +745,17 @@ static double closest_unconnected(const cd_instance *inst, int n)
 /* Two identical folded sheets, self-collision on and off, stepped to START
  * untimed; then CHUNK-step samples of each alternate (on off, off on, ...)
  * up to step END; then, when FINAL > 0, both run on to step FINAL and the
- * closest unconnected distance of each is measured. */
-static int cmd_self(bench_state *st, int n, int start, int end, int chunk, int final)
+ * closest unconnected distance of each is measured. The searches and
+ * pairs are the self-collision stats of the timed window. */
+static int cmd_self(bench_state *st, int w, int h, int start, int end, int chunk, int final)
 {
     const int samples = (end - start) / chunk;
     if (samples < 1 || samples > BENCH_MAX_SAMPLES)
         return fail("self: (END - START) / CHUNK must be in [1, 64]");
     const float d = SELF_DISTANCE_FACTOR * SELF_SPACING;
-    cd_instance *sheet[2] = {folded_sheet(st->world, n, d), NULL}; /* on, off */
+    cd_instance *sheet[2] = {folded_sheet(st->world, w, h, d), NULL}; /* on, off */
     if (sheet[0] != NULL)
-        sheet[1] = folded_sheet(st->world, n, 0.0f);
+        sheet[1] = folded_sheet(st->world, w, h, 0.0f);
     int rc = 0;
     if (sheet[0] == NULL || sheet[1] == NULL) {
         rc = 1;
@@ -761,6 +763,7 @@ static int cmd_self(bench_state *st, int n, int start, int end, int chunk, int f
         bool ok = step_curtain(sheet[0], start);
         ok = step_curtain(sheet[1], start) && ok;
         double us[2][BENCH_MAX_SAMPLES], ratios[BENCH_MAX_SAMPLES];
+        const cd_self_collision_stats before = cd_instance_self_collision_stats(sheet[0]);
         for (int s = 0; s < samples; s++) {
             for (int k = 0; k < 2; k++) {
                 const int which = (s + k) % 2; /* alternate who goes first */
@@ -770,18 +773,20 @@ static int cmd_self(bench_state *st, int n, int start, int end, int chunk, int f
             }
             ratios[s] = us[0][s] / us[1][s];
         }
+        const cd_self_collision_stats after = cd_instance_self_collision_stats(sheet[0]);
         double closest[2] = {-1.0, -1.0};
         if (final > 0) {
             for (int k = 0; k < 2; k++) {
                 ok = step_curtain(sheet[k], final - start - samples * chunk) && ok;
-                closest[k] = closest_unconnected(sheet[k], n);
+                closest[k] = closest_unconnected(sheet[k], w);
             }
         }
         if (!ok) {
             rc = fail("self: the instability guard fired");
         } else {
             const double on = median(us[0], samples), off = median(us[1], samples);
-            const double particles = (double)n * n;
+            const double particles = (double)w * h;
+            const double searches = (double)(after.searches - before.searches);
             char list[2][BENCH_MAX_SAMPLES * 16];
             for (int k = 0; k < 2; k++) {
                 size_t len = 0;
@@ -796,15 +801,19 @@ static int cmd_self(bench_state *st, int n, int start, int end, int chunk, int f
                          ",\"final_steps\":%d,\"closest_on\":%.6f,\"closest_off\":%.6f", final,
                          closest[0], closest[1]);
             emit("SELF",
-                 "{\"engine\":\"clothd\",\"n\":%d,\"particles\":%.0f,\"spacing\":%.3f,"
+                 "{\"engine\":\"clothd\",\"width\":%d,\"height\":%d,\"particles\":%.0f,"
+                 "\"spacing\":%.3f,"
                  "\"self_distance\":%.4f,\"substeps\":8,\"iters\":4,\"start\":%d,\"end\":%d,"
                  "\"chunk\":%d,\"samples\":%d,\"on_cpu_us\":%.2f,\"off_cpu_us\":%.2f,"
                  "\"ratio\":%.4f,\"ratio_paired\":%.4f,\"on_us_per_particle\":%.5f,"
                  "\"off_us_per_particle\":%.5f,\"on_cpu_us_samples\":[%s],"
-                 "\"off_cpu_us_samples\":[%s]%s}",
-                 n, particles, SELF_SPACING, d, start, start + samples * chunk, chunk, samples, on,
+                 "\"off_cpu_us_samples\":[%s],\"searches_per_step\":%.3f,"
+                 "\"pairs_per_particle_per_search\":%.4f,\"overflows\":%" PRIu64 "%s}",
+                 w, h, particles, SELF_SPACING, d, start, start + samples * chunk, chunk, samples, on,
                  off, on / off, median(ratios, samples), on / particles, off / particles, list[0],
-                 list[1], tail);
+                 list[1], searches / (samples * chunk),
+                 searches > 0 ? (double)(after.pairs - before.pairs) / searches / particles : 0.0,
+                 after.overflows - before.overflows, tail);
         }
     }
     for (int k = 0; k < 2; k++)
@@ -952,9 +961,10 @@ static int run_command(bench_state *st, const char *line)
         return cmd_sleep(st, a, b);
     }
     if (strcmp(cmd, "self") == 0) {
-        if (got != 6 || a < 4 || a > 256 || b < 0 || c <= b || d < 1 || (e != 0 && e < c))
-            return fail("self: expected N START END CHUNK FINAL");
-        return cmd_self(st, a, b, c, d, e);
+        if (got != 7 || a < 4 || a > 1024 || b < 4 || b > 1024 || c < 0 || d <= c || e < 1 ||
+            (f != 0 && f < d))
+            return fail("self: expected W H START END CHUNK FINAL");
+        return cmd_self(st, a, b, c, d, e, f);
     }
     if (strcmp(cmd, "softbody") == 0) {
         if (got != 3 || a < 0 || a > 1000 || b < 1)
@@ -1002,7 +1012,7 @@ static int run_default(bench_state *st)
         if (run_command(st, depth[k]))
             return 1;
     /* Self-collision and soft bodies: the 64² folded sheet on/off, a ball. */
-    static const char *const issue4[] = {"self 64 20 180 10 240", "softbody 1000 240",
+    static const char *const issue4[] = {"self 64 64 20 180 10 240", "softbody 1000 240",
                                          "softbody 20 240"};
     for (size_t k = 0; k < sizeof issue4 / sizeof issue4[0]; k++)
         if (run_command(st, issue4[k]))

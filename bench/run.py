@@ -59,7 +59,9 @@ RELEASE_STEPS = 1200        # a curtain released from horizontal: 20 s
 SWING_STEPS = 600           # 4a: its peak strain over the first 10 s
 STRAIN_TARGET = 0.01        # the issue: < 1% after settling, defaults, 64²
 SLEEP_TARGET = 0.01         # the issue: a sleeping step < 1% of an awake one
-SELF_SIZES = (32, 64, 128)  # section 5: the folded sheet, scaled
+SELF_SIZES = (32, 64, 128)  # section 5a: the folded sheet, scaled to n x n
+SELF_WIDE = (32, 128, 512)  # section 5a, scaling: w x 32 sheets (the same fall, more cloth)
+SELF_WIDE_H = 32
 SELF_START, SELF_END, SELF_CHUNK = 20, 180, 10   # timed window: 16 interleaved samples
 SELF_FINAL = 240            # 4 s, as tests/test_solver_self.c; then the closest pair
 SELF_TARGET_RATIO = 3.0     # the issue: self-collision costs at most 3x the step without
@@ -350,47 +352,65 @@ def run_depth(clothd, samples, log):
     return out
 
 
+def self_row(clothd, log, w, h):
+    """One folded sheet, self-collision on and off: cost, work and separation."""
+    log(f"  self-collision: {w}×{h} folded sheet, on vs off, steps {SELF_START}-{SELF_END} "
+        f"timed, then to {SELF_FINAL} ...")
+    r = clothd.ask(f"self {w} {h} {SELF_START} {SELF_END} {SELF_CHUNK} {SELF_FINAL}", "SELF")
+    d = r["self_distance"]
+    ratios = [a / b for a, b in zip(r["on_cpu_us_samples"], r["off_cpu_us_samples"])]
+    self_pp = r["on_us_per_particle"] - r["off_us_per_particle"]
+    row = {
+        "case": "self", "width": w, "height": h, "particles": int(r["particles"]),
+        "spacing": r["spacing"], "self_distance": d, "substeps": r["substeps"],
+        "iters": r["iters"], "window_steps": [r["start"], r["end"]], "samples": r["samples"],
+        "steps_per_sample": r["chunk"],
+        "on_cpu_us": round(r["on_cpu_us"], 1), "off_cpu_us": round(r["off_cpu_us"], 1),
+        "ratio": round(r["ratio"], 3), "ratio_paired": round(r["ratio_paired"], 3),
+        "ratio_worst_sample": round(max(ratios), 3),
+        "on_us_per_particle": round(r["on_us_per_particle"], 4),
+        "off_us_per_particle": round(r["off_us_per_particle"], 4),
+        "self_us_per_particle": round(self_pp, 4),
+        "searches_per_step": round(r["searches_per_step"], 3),
+        "pairs_per_particle_per_search": round(r["pairs_per_particle_per_search"], 4),
+        "self_ns_per_particle_per_search": round(1000 * self_pp / r["searches_per_step"], 1)
+        if r["searches_per_step"] > 0 else None,
+        "overflows": r["overflows"],
+        "final_steps": r["final_steps"],
+        "closest_on_m": r["closest_on"], "closest_off_m": r["closest_off"],
+        "closest_on_over_d": round(r["closest_on"] / d, 4),
+        "closest_off_over_d": round(r["closest_off"] / d, 4),
+        "target_ratio": SELF_TARGET_RATIO,
+        "verdict": "PASS" if r["ratio"] <= SELF_TARGET_RATIO else "MISS",
+    }
+    if w == h == SELF_TARGET_N:
+        row["target_closest_over_d"] = SELF_TARGET_CLOSEST
+        row["closest_verdict"] = "PASS" if r["closest_on"] >= SELF_TARGET_CLOSEST * d else "MISS"
+    row["on_cpu_us_samples"] = r["on_cpu_us_samples"]
+    row["off_cpu_us_samples"] = r["off_cpu_us_samples"]
+    return row
+
+
+def relative_to_first(rows):
+    """Per-particle costs relative to the series' smallest sheet."""
+    base = rows[0]
+    for r in rows:
+        for key in ("on_us_per_particle", "off_us_per_particle", "self_us_per_particle",
+                    "self_ns_per_particle_per_search"):
+            if base.get(key) and r.get(key) is not None:
+                r[key + "_vs_smallest"] = round(r[key] / base[key], 3)
+
+
 def run_self(clothd, log):
     """Section 5: self-collision cost, scaling and separation; soft bodies."""
-    rows = []
-    for n in SELF_SIZES:
-        log(f"  self-collision: {n}² folded sheet, on vs off, steps {SELF_START}-{SELF_END} "
-            f"timed, then to {SELF_FINAL} ...")
-        r = clothd.ask(f"self {n} {SELF_START} {SELF_END} {SELF_CHUNK} {SELF_FINAL}", "SELF")
-        d = r["self_distance"]
-        ratios = [a / b for a, b in zip(r["on_cpu_us_samples"], r["off_cpu_us_samples"])]
-        row = {
-            "case": "self", "n": n, "particles": int(r["particles"]), "spacing": r["spacing"],
-            "self_distance": d, "substeps": r["substeps"], "iters": r["iters"],
-            "window_steps": [r["start"], r["end"]], "samples": r["samples"],
-            "steps_per_sample": r["chunk"],
-            "on_cpu_us": round(r["on_cpu_us"], 1), "off_cpu_us": round(r["off_cpu_us"], 1),
-            "ratio": round(r["ratio"], 3), "ratio_paired": round(r["ratio_paired"], 3),
-            "ratio_worst_sample": round(max(ratios), 3),
-            "on_us_per_particle": round(r["on_us_per_particle"], 4),
-            "off_us_per_particle": round(r["off_us_per_particle"], 4),
-            "self_us_per_particle": round(r["on_us_per_particle"] - r["off_us_per_particle"], 4),
-            "final_steps": r["final_steps"],
-            "closest_on_m": r["closest_on"], "closest_off_m": r["closest_off"],
-            "closest_on_over_d": round(r["closest_on"] / d, 4),
-            "closest_off_over_d": round(r["closest_off"] / d, 4),
-            "target_ratio": SELF_TARGET_RATIO,
-            "verdict": "PASS" if r["ratio"] <= SELF_TARGET_RATIO else "MISS",
-        }
-        if n == SELF_TARGET_N:
-            row["target_closest_over_d"] = SELF_TARGET_CLOSEST
-            row["closest_verdict"] = ("PASS" if r["closest_on"] >= SELF_TARGET_CLOSEST * d
-                                      else "MISS")
-        row["on_cpu_us_samples"] = r["on_cpu_us_samples"]
-        row["off_cpu_us_samples"] = r["off_cpu_us_samples"]
-        rows.append(row)
-    base = next((r for r in rows if r["n"] == SELF_SIZES[0]), None)
-    for r in rows:
-        if base is not None:
-            r["on_per_particle_vs_smallest"] = round(
-                r["on_us_per_particle"] / base["on_us_per_particle"], 3)
-            r["off_per_particle_vs_smallest"] = round(
-                r["off_us_per_particle"] / base["off_us_per_particle"], 3)
+    square = [self_row(clothd, log, n, n) for n in SELF_SIZES]
+    wide = [next((r for r in square if r["width"] == w and r["height"] == SELF_WIDE_H), None)
+            or self_row(clothd, log, w, SELF_WIDE_H) for w in SELF_WIDE]
+    wide = [dict(r, series="wide") for r in wide]
+    for r in square:
+        r["series"] = "square"
+    relative_to_first(square)
+    relative_to_first(wide)
     soft = []
     for vs in SOFTBODY_STIFFNESS:
         log(f"  soft body: ball dropped on a plane, volumeStiffness {vs:g} ...")
@@ -404,7 +424,28 @@ def run_self(clothd, log):
             "asleep_after_steps": b["asleep_after_steps"] or None,
             "cpu_us": round(b["cpu_us"], 1), "volume_ratio": round(b["volume_ratio"], 4),
         })
-    return {"self": rows, "softbody": soft}
+    return {"self": square, "self_wide": wide, "softbody": soft}
+
+
+def scaling_rows(wide, square):
+    """The wide series, then the square sheets it does not already hold."""
+    return wide + [r for r in square if r["width"] != r["height"] or r["width"] != wide[0]["width"]]
+
+
+def self_table(rows, name):
+    table_rows = []
+    for r in rows:
+        ctarget = (f"≥{SELF_TARGET_CLOSEST:g}: {r['closest_verdict']}"
+                   if "closest_verdict" in r else "-")
+        table_rows.append([
+            name(r), f"{r['particles']}", f"{r['off_cpu_us']:.0f}",
+            f"{r['on_cpu_us']:.0f}", f"{r['ratio']:.2f}×", f"{r['ratio_worst_sample']:.2f}×",
+            f"≤{SELF_TARGET_RATIO:g}×: {r['verdict']}", f"{r['off_us_per_particle']:.3f}",
+            f"{r['on_us_per_particle']:.3f}", f"{r['self_us_per_particle']:.3f}",
+            f"{r['closest_on_over_d']:.3f}", f"{r['closest_off_over_d']:.3f}", ctarget])
+    print(table(["sheet", "particles", "µs off", "µs on", "on/off", "worst sample", "target",
+                 "µs/particle off", "on", "self only", "closest/d on", "off", "target"],
+                table_rows))
 
 
 def print_self(sec):
@@ -419,32 +460,32 @@ def print_self(sec):
         print(f"    {r0['samples']} interleaved samples of {r0['steps_per_sample']} steps over steps "
               f"{r0['window_steps'][0]}-{r0['window_steps'][1]} (the collapse and the folds); "
               f"closest: after {r0['final_steps']} steps (4 s)")
-        table_rows = []
-        for r in rows:
-            closest = f"{r['closest_on_over_d']:.3f}"
-            ctarget = (f"≥{SELF_TARGET_CLOSEST:g}: {r['closest_verdict']}"
-                       if "closest_verdict" in r else "-")
-            table_rows.append([
-                f"{r['n']}²", f"{r['particles']}", f"{r['off_cpu_us']:.0f}",
-                f"{r['on_cpu_us']:.0f}", f"{r['ratio']:.2f}×", f"{r['ratio_worst_sample']:.2f}×",
-                f"≤{SELF_TARGET_RATIO:g}×: {r['verdict']}", f"{r['off_us_per_particle']:.3f}",
-                f"{r['on_us_per_particle']:.3f}", f"{r['self_us_per_particle']:.3f}", closest,
-                f"{r['closest_off_over_d']:.3f}", ctarget])
-        print(table(["grid", "particles", "µs off", "µs on", "on/off", "worst sample", "target",
-                     "µs/particle off", "on", "self only", "closest/d on", "off", "target"],
-                    table_rows))
-        small = rows[0]
-        big = rows[-1]
-        if small is not big:
-            inc = (big["self_us_per_particle"] / small["self_us_per_particle"]
-                   if small["self_us_per_particle"] > 0 else float("nan"))
-            print(f"   per-particle cost {big['n']}² / {small['n']}² (linear scaling: ≈ 1): "
-                  f"on {big['on_per_particle_vs_smallest']:.2f}×, "
-                  f"off {big['off_per_particle_vs_smallest']:.2f}×, self-collision only {inc:.2f}×")
+        self_table(rows, lambda r: f"{r['width']}²")
+        wide = sec.get("self_wide", [])
+        if wide:
+            print(f"   Scaling: sheets {SELF_WIDE_H} rows tall and wider (the same fall and the same "
+                  f"folds per column, so the same work per particle")
+            print("   if the cost is linear in the particle count):")
+            self_table(wide, lambda r: f"{r['width']}×{r['height']}")
+            print(table(["sheet", "particles", "searches/step", "pairs/particle/search",
+                         "self ns/particle/search", "vs smallest", "on µs/particle vs smallest",
+                         "self µs/particle vs smallest", "overflows"],
+                        [[f"{r['width']}×{r['height']}", f"{r['particles']}",
+                          f"{r['searches_per_step']:.2f}",
+                          f"{r['pairs_per_particle_per_search']:.2f}",
+                          f"{r['self_ns_per_particle_per_search']:.0f}",
+                          f"{r.get('self_ns_per_particle_per_search_vs_smallest', 1):.2f}×",
+                          f"{r.get('on_us_per_particle_vs_smallest', 1):.2f}×",
+                          f"{r.get('self_us_per_particle_vs_smallest', 1):.2f}×",
+                          f"{r['overflows']}"] for r in scaling_rows(wide, rows)]))
         print("   on/off: median on / median off; worst sample: the largest on/off of one pair of")
         print("   interleaved samples. self only: (on - off) per particle. closest/d: the smallest")
         print("   distance between two particles no constraint joins (brute force over all pairs;")
         print("   grid neighbours within one cell and skip-one partners exempt) / selfDistance.")
+        print("   searches/step: candidate-pair searches per step (once per step for a slow sheet,")
+        print("   up to every other substep while its fastest particle moves fast); pairs: kept per")
+        print("   particle per search; self ns/particle/search: self only / searches per step;")
+        print("   overflows: searches that hit the 48-pairs-per-particle limit.")
         print()
     soft = sec.get("softbody", [])
     if soft:
@@ -641,7 +682,7 @@ def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec
         print_self(selfsec)
     depth_rows = [r for key in ("substeps", "xpbd", "defaults", "sleep")
                   for r in (depth or {}).get(key, [])]
-    self_rows = [r for key in ("self", "softbody") for r in (selfsec or {}).get(key, [])]
+    self_rows = [r for key in ("self", "self_wide", "softbody") for r in (selfsec or {}).get(key, [])]
     for row in (curtains + ([workers] if workers else []) + ([memory] if memory else [])
                 + depth_rows + self_rows):
         print("BENCH " + json.dumps(row, separators=(",", ":")))

@@ -160,6 +160,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->triangles);
     free(inst->hash_start);
     free(inst->hash_entries);
+    free(inst->self_move);
     free(inst->neighbour_start);
     free(inst->neighbours);
     free(inst->pairs);

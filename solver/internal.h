@@ -68,6 +68,12 @@ typedef struct cd_tet {
     float lambda;
 } cd_tet;
 
+/* A particle in the self-collision hash, with the cell it lies in. */
+typedef struct cd_hash_entry {
+    int32_t x, y, z;
+    uint32_t particle;
+} cd_hash_entry;
+
 typedef struct cd_transform {
     char name[CD_TRANSFORM_NAME_MAX]; /* "" = free slot */
     cd_vec3 position;
@@ -110,15 +116,17 @@ struct cd_instance {
     bool tethers_dirty;
 
     /* Self-collision (self_distance > 0), allocated when first enabled: a
-     * spatial hash of the positions at the step's start (dense arrays
-     * sized to the particle count), and for soft bodies the particles'
+     * spatial hash of the positions at the last search (dense arrays sized
+     * to the particle count), and for soft bodies the particles'
      * neighbours (CSR), which are exempt. Cloth's neighbours are implicit. */
     uint32_t *hash_start;   /* hash_size + 1 */
-    uint32_t *hash_entries; /* particle_count */
+    cd_hash_entry *hash_entries; /* particle_count, grouped by bucket */
+    float *self_move;            /* particle_count: last-substep move at the search */
     uint32_t hash_size;     /* power of two */
     float hash_cell;        /* cell size of the current hash */
-    uint32_t *pairs;        /* candidate pairs (i, j) of this step */
+    uint32_t *pairs;        /* candidate pairs (i, j) of the last search */
     uint32_t pair_count, pair_cap;
+    cd_self_collision_stats self_stats; /* since creation */
     uint32_t *neighbour_start; /* particle_count + 1 */
     uint32_t *neighbours;
     float last_speed; /* the fastest particle of the last step, m/s */
@@ -160,7 +168,9 @@ void cd_stage_reset_multipliers(cd_instance *inst);
 void cd_stage_solve_distances(cd_instance *inst, float h);
 void cd_stage_solve_tethers(cd_instance *inst);
 void cd_stage_solve_volumes(cd_instance *inst, float h);
-void cd_stage_find_self_pairs(cd_instance *inst, float dt, float h);
+/* Finds the candidate pairs for the next substeps, at most `remaining`;
+ * returns how many substeps they serve (>= 1). */
+int cd_stage_find_self_pairs(cd_instance *inst, int remaining);
 void cd_stage_self_collide(cd_instance *inst);
 /* Allocates what self-collision needs; false on out of memory. */
 bool cd_self_collision_reserve(cd_instance *inst);

@@ -5,15 +5,20 @@
  * bodies: the mesh's edges), so that a sheet can lie flat instead of
  * inflating.
  *
- * As in Müller's "Ten Minute Physics" self-collision: once per step, a
- * spatial hash of dense arrays sized to the particle count is built from
- * the positions at the step's start and queried for the candidate pairs
- * closer than reach = self_distance + 2 x (the distance a particle can
- * travel in the step); in every substep those pairs closer than
- * self_distance are pushed apart. Travel is bounded by a velocity cap
- * while self-collision is on (integrate.c): at most half of self_distance
- * per substep, so that particles cannot jump through each other between
- * two checks. Collision distance no larger than the rest spacing, and
+ * As in Müller's "Ten Minute Physics" self-collision: a spatial hash of
+ * dense arrays sized to the particle count is built from the current
+ * positions and queried for the candidate pairs that could meet before the
+ * next search: closer than self_distance plus the distance each of the two
+ * can travel meanwhile. In every iteration of every substep those pairs
+ * closer than self_distance are pushed apart. Travel is bounded by a
+ * velocity cap while self-collision is on (integrate.c): at most half of
+ * self_distance per substep, so that particles cannot jump through each
+ * other between two checks. A slow cloth is searched once per step; while
+ * any particle moves fast, the search is repeated every few substeps (as
+ * often as every other), which keeps the reach, and so the candidates per
+ * particle, small: a falling sheet whose particles all move together would
+ * otherwise pair every particle with its neighbours several cells away.
+ * Collision distance no larger than the rest spacing, and
  * substeps instead of continuous collision. */
 #include <stdlib.h>
 #include <string.h>
@@ -79,10 +84,12 @@ bool cd_self_collision_reserve(cd_instance *inst)
         size <<= 1;
     inst->hash_size = size;
     inst->hash_start = calloc(size + 1, sizeof(uint32_t));
-    inst->hash_entries = malloc(sizeof(uint32_t) * inst->particle_count);
+    inst->hash_entries = malloc(sizeof(cd_hash_entry) * inst->particle_count);
+    inst->self_move = malloc(sizeof(float) * inst->particle_count);
     inst->pair_cap = CD_PAIRS_PER_PARTICLE * inst->particle_count;
     inst->pairs = malloc(sizeof(uint32_t) * 2u * inst->pair_cap);
-    if (inst->hash_start == NULL || inst->hash_entries == NULL || inst->pairs == NULL)
+    if (inst->hash_start == NULL || inst->hash_entries == NULL || inst->self_move == NULL ||
+        inst->pairs == NULL)
         return false;
     if (inst->type == CD_INSTANCE_SOFTBODY)
         return build_neighbours(inst);
@@ -107,6 +114,8 @@ static bool connected(const cd_instance *inst, uint32_t i, uint32_t j)
     return false;
 }
 
+/* Buckets the particles by cell (a counting sort). Each entry keeps its
+ * cell, so that a query skips the other cells hashed to the same bucket. */
 static void build_hash(cd_instance *inst, float cell)
 {
     inst->hash_cell = cell;
@@ -118,81 +127,106 @@ static void build_hash(cd_instance *inst, float cell)
         const float *p = &inst->pos[3 * i];
         start[hash_cell(cell_of(p[0], inv), cell_of(p[1], inv), cell_of(p[2], inv), size)]++;
     }
-    /* Counting sort: start[h] becomes the end of bucket h, then its start. */
+    /* start[h] becomes the end of bucket h, then its start. */
     for (uint32_t h = 1; h <= size; h++)
         start[h] += start[h - 1];
     for (uint32_t i = n; i-- > 0;) {
         const float *p = &inst->pos[3 * i];
-        uint32_t h = hash_cell(cell_of(p[0], inv), cell_of(p[1], inv), cell_of(p[2], inv), size);
-        inst->hash_entries[--start[h]] = i;
+        const int32_t x = cell_of(p[0], inv), y = cell_of(p[1], inv), z = cell_of(p[2], inv);
+        inst->hash_entries[--start[hash_cell(x, y, z, size)]] =
+            (cd_hash_entry){.x = x, .y = y, .z = z, .particle = i};
     }
 }
 
-/* How far particle i may travel in this step: its last substep's move
- * times the substeps, with a margin for acceleration, within the cap. */
-static float travel_of(const cd_instance *inst, uint32_t i, float substeps, float cap)
+/* Records every particle's last-substep move; returns the largest. */
+static float record_moves(cd_instance *inst)
 {
-    const float *p = &inst->pos[3 * i], *q = &inst->prev[3 * i];
-    const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
-    float t = sqrtf(dx * dx + dy * dy + dz * dz) * substeps * 1.5f + 0.1f * inst->def.self_distance;
-    return t < cap ? t : cap;
+    const float *p = inst->pos, *q = inst->prev;
+    float *move = inst->self_move;
+    float largest = 0.0f;
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
+        const float dx = p[3 * i] - q[3 * i], dy = p[3 * i + 1] - q[3 * i + 1],
+                    dz = p[3 * i + 2] - q[3 * i + 2];
+        move[i] = sqrtf(dx * dx + dy * dy + dz * dz);
+        largest = move[i] > largest ? move[i] : largest;
+    }
+    return largest;
 }
 
-void cd_stage_find_self_pairs(cd_instance *inst, float dt, float h)
+int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
 {
     const float d = inst->def.self_distance;
-    /* The velocity cap bounds a particle's travel over the step; the hash
-     * cell covers the fastest particle, while each pair is kept only when
-     * its two particles could actually meet: closer than d plus their own
-     * travels. Slow particles (most of a pile) keep few pairs. */
-    const float substeps = dt / h;
-    const float cap = 0.5f * d * substeps;
-    const float travel = fminf(inst->last_speed * dt * 1.5f + 0.1f * d, cap);
-    const float reach = d + 2.0f * travel;
+    /* How many substeps these pairs serve: as many as the fastest particle
+     * needs to travel about d (at least 1, at most the rest of the step),
+     * so that the reach stays within 3 d however fast the cloth moves. A
+     * settled cloth is searched once per step, a falling one every other
+     * substep (the velocity cap of integrate.c bounds a move to d / 2).
+     *
+     * A particle's travel over those k substeps is estimated as its last
+     * move times k, with a margin of half as much again plus 0.1 d for
+     * acceleration, within the cap. A pair is kept only when its two
+     * particles could meet: closer than d plus their two travels, so slow
+     * particles (most of a pile) keep few pairs. */
+    inst->self_stats.searches++;
+    const float fastest = 1.5f * record_moves(inst);
+    int k = remaining;
+    if (fastest * (float)remaining > 1.5f * d)
+        k = (int)(1.5f * d / fastest);
+    k = k < 1 ? 1 : k;
+    const float scale = 1.5f * (float)k, margin = 0.1f * d, cap = 0.5f * d * (float)k;
+    const float travel_max = fminf(fastest * (float)k + margin, cap);
+    const float reach = d + 2.0f * travel_max;
     build_hash(inst, reach);
     const float inv = 1.0f / reach;
     const uint32_t size = inst->hash_size;
-    const float *pos = inst->pos;
+    const float *pos = inst->pos, *move = inst->self_move;
+    const cd_hash_entry *entries = inst->hash_entries;
     inst->pair_count = 0;
-    (void)cell_of;
     for (uint32_t i = 0; i < inst->particle_count; i++) {
-        /* The cell is as large as the reach, so every neighbour within it
-         * lies in the 2x2x2 block of cells around the particle's corner. */
-        int32_t lo[3];
-        for (int a = 0; a < 3; a++) {
-            float f = pos[3 * i + a] * inv;
-            lo[a] = (int32_t)floorf(f - 0.5f);
-        }
-        uint32_t seen[8];
-        int nseen = 0;
-        for (int32_t z = lo[2]; z <= lo[2] + 1; z++)
-            for (int32_t y = lo[1]; y <= lo[1] + 1; y++)
-                for (int32_t x = lo[0]; x <= lo[0] + 1; x++) {
-                    uint32_t b = hash_cell(x, y, z, size);
-                    bool dup = false;
-                    for (int k = 0; k < nseen && !dup; k++)
-                        dup = seen[k] == b; /* two cells, one bucket */
-                    if (dup)
-                        continue;
-                    seen[nseen++] = b;
+        const float xi = pos[3 * i], yi = pos[3 * i + 1], zi = pos[3 * i + 2];
+        const float reach_i = d + fminf(move[i] * scale + margin, cap);
+        const float reach_i_max = reach_i + travel_max;
+        /* The cells that the box of half-side reach_i_max around the
+         * particle touches: no more than 3 a side, as the cells are as
+         * large as the reach, and 2 for most slow particles. */
+        const int32_t x0 = cell_of(xi - reach_i_max, inv), x1 = cell_of(xi + reach_i_max, inv);
+        const int32_t y0 = cell_of(yi - reach_i_max, inv), y1 = cell_of(yi + reach_i_max, inv);
+        const int32_t z0 = cell_of(zi - reach_i_max, inv), z1 = cell_of(zi + reach_i_max, inv);
+        for (int32_t z = z0; z <= z1; z++)
+            for (int32_t y = y0; y <= y1; y++)
+                for (int32_t x = x0; x <= x1; x++) {
+                    const uint32_t b = hash_cell(x, y, z, size);
                     for (uint32_t e = inst->hash_start[b]; e < inst->hash_start[b + 1]; e++) {
-                        const uint32_t j = inst->hash_entries[e];
-                        if (j <= i) /* each pair once */
+                        const cd_hash_entry *en = &entries[e];
+                        const uint32_t j = en->particle;
+                        if (j <= i || en->x != x || en->y != y || en->z != z)
+                            continue; /* each pair once; another cell in this bucket */
+                        const float dx = pos[3 * j] - xi, dy = pos[3 * j + 1] - yi,
+                                    dz = pos[3 * j + 2] - zi;
+                        const float d2 = dx * dx + dy * dy + dz * dz;
+                        if (d2 >= reach_i_max * reach_i_max)
                             continue;
-                        const float dx = pos[3 * j] - pos[3 * i], dy = pos[3 * j + 1] - pos[3 * i + 1],
-                                    dz = pos[3 * j + 2] - pos[3 * i + 2];
-                        const float meet = d + travel_of(inst, i, substeps, cap) +
-                                           travel_of(inst, j, substeps, cap);
-                        if (dx * dx + dy * dy + dz * dz >= meet * meet || connected(inst, i, j))
+                        const float meet = reach_i + fminf(move[j] * scale + margin, cap);
+                        if (d2 >= meet * meet || connected(inst, i, j))
                             continue;
-                        if (inst->pair_count == inst->pair_cap)
-                            return; /* full: the farthest-down pairs wait a step */
+                        if (inst->pair_count == inst->pair_cap) {
+                            inst->self_stats.overflows++; /* the rest wait for the next search */
+                            inst->self_stats.pairs += inst->pair_count;
+                            return k;
+                        }
                         inst->pairs[2 * inst->pair_count] = i;
                         inst->pairs[2 * inst->pair_count + 1] = j;
                         inst->pair_count++;
                     }
                 }
     }
+    inst->self_stats.pairs += inst->pair_count;
+    return k;
+}
+
+cd_self_collision_stats cd_instance_self_collision_stats(const cd_instance *inst)
+{
+    return inst->self_stats;
 }
 
 void cd_stage_self_collide(cd_instance *inst)

@@ -325,6 +325,15 @@ size_t cd_instance_memory(const cd_instance *inst);
  * constraints; a measure of stretch for tests, benches and status. */
 float cd_instance_max_structural_strain(const cd_instance *inst);
 
+/* Self-collision's work since the instance was created (all 0 while
+ * selfDistance is 0): searches for candidate pairs, the pairs they kept,
+ * and the searches that hit the limit of 48 pairs per particle (the pairs
+ * beyond it wait for the next search). */
+typedef struct cd_self_collision_stats {
+    uint64_t searches, pairs, overflows;
+} cd_self_collision_stats;
+cd_self_collision_stats cd_instance_self_collision_stats(const cd_instance *inst);
+
 /* True when every component is finite. */
 bool cd_vec3_is_valid(cd_vec3 v);
 

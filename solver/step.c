@@ -7,8 +7,10 @@
  *   3. integrate   Verlet with damping, gravity (+ constant wind)
  *   4. solve       `iterations` passes: distance groups (seed or XPBD),
  *                  tetrahedral volumes (soft bodies), then tethers
- *   5. self        self-collision (self_distance > 0): the candidate pairs
- *                  found once per step, separated in every substep
+ *   5. self        self-collision (self_distance > 0): candidate pairs,
+ *                  searched once per step for a slow cloth and up to
+ *                  every other substep for a fast one, are separated in
+ *                  every iteration and once more after the colliders
  *   6. collide     thickness, friction, coupling impulses
  *
  * then, once per step: pins and colliders settle on their targets, and the
@@ -104,8 +106,7 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
     if (inst->tethers_dirty)
         cd_rebuild_tethers(inst);
     const bool self_collision = d->self_distance > 0.0f && inst->hash_start != NULL;
-    if (self_collision)
-        cd_stage_find_self_pairs(inst, dt, sub.h);
+    int next_search = 0;
     reset_impulses(inst);
     if (!inst->started) {
         cd_stage_prime_verlet(inst, sub.accel, sub.h);
@@ -114,6 +115,8 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
     for (int s = 0; s < n; s++) {
         sub.t0 = (float)s / (float)n;
         sub.t1 = (float)(s + 1) / (float)n;
+        if (self_collision && s == next_search)
+            next_search = s + cd_stage_find_self_pairs(inst, n - s);
         cd_stage_move_pins(inst, &sub);
         cd_stage_aerodynamics(inst, &sub);
         cd_stage_integrate(inst, &sub);

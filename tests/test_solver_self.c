@@ -82,3 +82,48 @@ Test(solver_self, a_sheet_with_self_collision_still_lies_flat)
         cr_assert(fabsf(fx_pos(cloth, i).y) < 1e-3f, "particle %u at height %.4f", i, fx_pos(cloth, i).y);
     cd_world_destroy(world);
 }
+
+/* Two separate tetrahedra of one soft body, a vertex of each 0.8 d from the
+ * other, shifted together across the hash's cells: wherever the cell
+ * boundaries fall, the pair must be found and pushed apart. (The search
+ * once looked only half its reach around a particle and missed pairs at
+ * some alignments.) 254 more tetrahedra far away give the hash a realistic
+ * size, so that no bucket collision finds the pair by chance. */
+#define TETS 256
+Test(solver_self, a_close_pair_is_found_wherever_the_cells_fall)
+{
+    const float s = 0.1f, d = 0.05f, gap = 0.8f * d;
+    static float vertices[TETS * 4 * 3];
+    static uint32_t tets[TETS * 4];
+    const float corner[4][3] = {{0, 0, 0}, {s, 0, 0}, {0, s, 0}, {0, 0, s}};
+    for (int shift = 0; shift < 48; shift++) {
+        const float x0 = (float)shift * 0.0025f; /* 0 .. 0.12: two cells and more */
+        for (int t = 0; t < TETS; t++) {
+            /* The first two side by side at the gap, the rest 1 m away. */
+            const float tx = t < 2 ? x0 + (float)t * (s + gap) : 1.0f + (float)t * 0.3f;
+            for (int k = 0; k < 4; k++) {
+                float *v = &vertices[3 * (4 * t + k)];
+                v[0] = tx + corner[k][0];
+                v[1] = corner[k][1];
+                v[2] = corner[k][2];
+                tets[4 * t + k] = (uint32_t)(4 * t + k);
+            }
+        }
+        cd_tet_mesh mesh = {.vertices = vertices, .vertex_count = TETS * 4, .tets = tets, .tet_count = TETS};
+        cd_world *world = fx_world();
+        cd_cloth_def o = cd_default_softbody_options();
+        o.gravity = fx_v3(0, 0, 0);
+        o.self_distance = d;
+        o.sleep_threshold = 0.0f;
+        cd_id id = 0;
+        cr_assert_eq(cd_world_create_softbody(world, &mesh, &o, &id), CD_OK);
+        cd_instance *body = cd_world_get(world, id);
+        cd_instance_step(body, FX_DT, fx_no_wind());
+        /* One step: the push has separated them (and set them drifting apart). */
+        const double gap_now = fx_dist(fx_pos(body, 1), fx_pos(body, 4));
+        cr_assert(gap_now >= 0.99 * d, "shift %d (x0 %.4f): vertices 1 and 4 %.4f = %.2f d apart", shift,
+                  x0, gap_now, gap_now / d);
+        cr_assert_eq(cd_instance_self_collision_stats(body).searches, 1, "a still body: one search per step");
+        cd_world_destroy(world);
+    }
+}
