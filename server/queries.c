@@ -116,6 +116,13 @@ void cd_cmd_get(cd_conn *conn, const cd_request *req)
         if (cd_instance_is_pinned(inst, i))
             cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
     add_colliders(reply, inst);
+    if (def.self_distance > 0.0f) {
+        const cd_self_collision_stats st = cd_instance_self_collision_stats(inst);
+        cJSON *self = cJSON_AddObjectToObject(reply, "selfCollision");
+        cJSON_AddNumberToObject(self, "searches", (double)st.searches);
+        cJSON_AddNumberToObject(self, "pairs", (double)st.pairs);
+        cJSON_AddNumberToObject(self, "overflows", (double)st.overflows);
+    }
     cd_conn_send_reply(conn, reply);
 }
 

@@ -179,6 +179,15 @@ export interface Collider {
   height: number;
 }
 
+export interface SelfCollisionStats {
+  /** Candidate-pair searches. */
+  searches: number;
+  /** Candidate pairs those searches kept. */
+  pairs: number;
+  /** Searches that filled the pair list (48 per particle). */
+  overflows: number;
+}
+
 export interface InstanceState {
   instance: number;
   type: string;
@@ -193,6 +202,8 @@ export interface InstanceState {
   positions: Float32Array;
   pinned: number[];
   colliders: Collider[];
+  /** While selfDistance > 0: the self-collision work since creation; else null. */
+  selfCollision: SelfCollisionStats | null;
   /** The raw get reply. */
   reply: Reply;
 }

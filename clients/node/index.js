@@ -747,6 +747,7 @@ class Client extends EventEmitter {
       positions: Float32Array.from(reply.positions ?? []),
       pinned: reply.pinned ?? [],
       colliders: reply.colliders ?? [],
+      selfCollision: reply.selfCollision ?? null,
       reply,
     };
   }

@@ -354,6 +354,12 @@ class InstanceState:
         return self.reply.get("windModel")
 
     @property
+    def self_collision(self) -> Optional[Dict[str, int]]:
+        """While selfDistance > 0: ``searches``, ``pairs`` and ``overflows``
+        since creation (see PROTOCOL.md, ``get``); None otherwise."""
+        return self.reply.get("selfCollision")
+
+    @property
     def array(self) -> Any:
         """The positions as an (N, 3) float32 numpy array: a view on
         ``flat`` without a copy. Raises ImportError without numpy."""

@@ -46,6 +46,7 @@ test('create then get returns the exact initial grid', async () => {
   assert.equal(s.unstable, false);
   assert.deepEqual(s.pinned, []);
   assert.deepEqual(s.colliders, []);
+  assert.equal(s.selfCollision, null); // selfDistance 0
   assert.ok(s.positions instanceof Float32Array);
   assert.equal(s.positions.length, 3 * 12);
   for (let y = 0; y < 3; y++) {
@@ -60,6 +61,13 @@ test('create then get returns the exact initial grid', async () => {
   const id2 = await client.createCloth({ width: 2, height: 2, spacing: 0.5, origin: [0, 1, 0], right: [0, 0, 2], down: [3, 0, 0] });
   const s2 = await client.get(id2);
   assert.deepEqual(Array.from(s2.positions), [0, 1, 0, 0, 1, 0.5, 0.5, 1, 0, 0.5, 1, 0.5]);
+
+  // With self-collision on, get reports its work: one search per step for a still cloth.
+  const id3 = await client.createCloth({ width: 4, height: 4, selfDistance: 0.08, gravity: [0, 0, 0] });
+  await client.step({ instances: [id3] });
+  await client.step({ instances: [id3] });
+  assert.deepEqual((await client.get(id3)).selfCollision, { searches: 2, pairs: 0, overflows: 0 });
+  await client.destroy(id3);
 
   // The raw reply of create: 10 x 10 has 502 constraints (both shear diagonals).
   const reply = await client.request('create', { width: 10, height: 10 });
