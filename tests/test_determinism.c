@@ -1,8 +1,9 @@
-/* Determinism across worker counts: twelve different cloths (sizes,
+/* Determinism across worker counts: thirteen different cloths (sizes,
  * parameters, pins, moving pins, colliders, wind, global wind; and the
  * solver's depth: substeps, XPBD compliance, per-second damping, aero wind,
  * tethers rebuilt after an unpin, thickness, friction, two-way coupling,
- * transforms with attached pins and colliders, sleeping and waking) stepped
+ * transforms with attached pins and colliders, sleeping and waking; a sheet
+ * folding onto itself with self-collision, searched every few substeps) stepped
  * 200 times serially, through a 1-worker pool and through a 4-worker pool.
  * Each step of each instance is one pool job; instances are islands, so the
  * position bytes, and the impulses handed to coupled colliders, must hash
@@ -15,7 +16,7 @@
 #include "../server/pool.h"
 #include "solver_fixtures.h"
 
-#define SCENE_CLOTHS 12
+#define SCENE_CLOTHS 13
 #define SCENE_STEPS 200
 
 typedef struct scene {
@@ -154,6 +155,20 @@ static void build_depth(scene *s)
     s->cloth[11] = fx_cloth(s->world, &d);
     for (uint32_t x = 0; x < 16; x++)
         cd_instance_pin(s->cloth[11], x, NULL);
+
+    /* 12: a slanted sheet collapsing in folds on a floor, self-collision
+     * on, 6 substeps: while it falls fast its pairs are searched every few
+     * substeps. */
+    d = cd_default_cloth_def();
+    d.width = d.height = 24;
+    d.spacing = 0.02f;
+    d.down = fx_v3(0, -1, 0.15f);
+    d.origin = fx_v3(30, 0.05f + 23 * 0.02f, 0);
+    d.self_distance = 0.016f;
+    d.substeps = 6;
+    d.sleep_threshold = 0.0f;
+    s->cloth[12] = fx_cloth(s->world, &d);
+    add(s->cloth[12], CD_COLLIDER_PLANE, fx_v3(30, 0, 0), fx_v3(0, 1, 0), 0, 0);
 }
 
 static void build_scene(scene *s)
@@ -343,6 +358,11 @@ static void run_scene(cd_pool *pool, uint64_t hashes[SCENE_CLOTHS])
     cr_assert(coupled_steps > 100, "cloth 9 touched its ball in %d steps", coupled_steps);
     cr_assert(jobs[11].slept && jobs[11].woke, "cloth 11 slept %d, woke %d", jobs[11].slept,
               jobs[11].woke);
+    /* Cloth 12 fell fast enough to be searched more than once per step. */
+    const cd_self_collision_stats self = cd_instance_self_collision_stats(s.cloth[12]);
+    cr_assert(self.searches > (uint64_t)SCENE_STEPS && self.pairs > 0,
+              "cloth 12: %llu searches, %llu pairs", (unsigned long long)self.searches,
+              (unsigned long long)self.pairs);
     cd_world_destroy(s.world);
 }
 
@@ -369,7 +389,7 @@ Test(determinism, positions_should_hash_the_same_with_1_or_4_workers_or_none, .t
                      (unsigned long long)four[k], (unsigned long long)serial[k]);
         cr_assert_eq(again[k], serial[k], "cloth %d: second 4-worker run differs", k);
     }
-    /* Twelve different cloths, twelve different hashes. */
+    /* Thirteen different cloths, thirteen different hashes. */
     for (int a = 0; a < SCENE_CLOTHS; a++)
         for (int b = a + 1; b < SCENE_CLOTHS; b++)
             cr_assert_neq(serial[a], serial[b], "cloths %d and %d hash alike", a, b);
