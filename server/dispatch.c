@@ -188,20 +188,56 @@ static void cmd_pin(cd_conn *conn, const cd_request *req, bool pin)
     cd_conn_send_reply(conn, reply);
 }
 
+static bool has_subscriptions(const cd_conn *conn)
+{
+    return conn->sub_all || conn->sub_count > 0;
+}
+
+/* Sends a copy of `event` to every connection but `from` that holds a
+ * subscription (the viewers), then frees it. */
+static void broadcast_event(cd_conn *from, cJSON *event)
+{
+    for (cd_conn *c = from->server->conns; c != NULL; c = c->next) {
+        if (c == from || c->closing || !has_subscriptions(c))
+            continue;
+        cJSON *copy = cJSON_Duplicate(event, true);
+        if (copy != NULL)
+            cd_conn_send_reply(c, copy);
+    }
+    cJSON_Delete(event);
+}
+
+static bool same_vec3(cd_vec3 a, cd_vec3 b)
+{
+    return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+/* A change of wind is announced to the viewers, as the debug flag is. */
 static void cmd_wind(cd_conn *conn, const cd_request *req)
 {
     cd_vec3 wind = req->as.wind.wind;
+    bool changed;
     if (!req->has_instance) {
+        changed = !same_vec3(cd_world_global_wind(conn->server->world), wind);
         cd_world_set_global_wind(conn->server->world, wind);
     } else {
         cd_instance *inst = cd_require_instance(conn, req);
         if (inst == NULL)
             return;
+        changed = !same_vec3(cd_instance_wind(inst), wind);
         cd_instance_set_wind(inst, wind);
     }
     cJSON *reply = cd_reply_ok(req->id);
     cd_add_vec3(reply, "wind", wind);
     cd_conn_send_reply(conn, reply);
+    if (!changed)
+        return;
+    cJSON *event = cJSON_CreateObject();
+    cJSON_AddStringToObject(event, "event", "wind");
+    if (req->has_instance)
+        cJSON_AddNumberToObject(event, "instance", req->instance);
+    cd_add_vec3(event, "wind", wind);
+    broadcast_event(conn, event);
 }
 
 static void cmd_gravity(cd_conn *conn, const cd_request *req)
@@ -498,11 +534,6 @@ static void cmd_unsubscribe(cd_conn *conn, const cd_request *req)
     reply_ok(conn, req);
 }
 
-static bool has_subscriptions(const cd_conn *conn)
-{
-    return conn->sub_all || conn->sub_count > 0;
-}
-
 /* The viewers' debug overlay (the seed's cloth_debug): a server-wide flag;
  * a change is announced to every subscribed connection as an event. */
 static void cmd_debug(cd_conn *conn, const cd_request *req)
@@ -516,14 +547,10 @@ static void cmd_debug(cd_conn *conn, const cd_request *req)
     cd_conn_send_reply(conn, reply);
     if (!changed)
         return;
-    for (cd_conn *c = server->conns; c != NULL; c = c->next) {
-        if (c == conn || c->closing || !has_subscriptions(c))
-            continue;
-        cJSON *event = cJSON_CreateObject();
-        cJSON_AddStringToObject(event, "event", "debug");
-        cJSON_AddBoolToObject(event, "enabled", server->debug);
-        cd_conn_send_reply(c, event);
-    }
+    cJSON *event = cJSON_CreateObject();
+    cJSON_AddStringToObject(event, "event", "debug");
+    cJSON_AddBoolToObject(event, "enabled", server->debug);
+    broadcast_event(conn, event);
 }
 
 /* ---- entry points ------------------------------------------------------ */

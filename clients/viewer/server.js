@@ -23,7 +23,7 @@ const RETRY_MS = 1000;          // reconnect to clothd this often while it is aw
 const POLL_MS = 1000;           // status poll (instances created / destroyed elsewhere)
 const WS_HIGH_WATER = 1 << 20;  // a browser socket holding more than this is "slow"
 const GET_BUDGET = 100000;      // particles re-read by `get` per poll for pins/colliders
-const STALE_MS = 5000;          // an idle instance's `get` is re-read this often (wind set elsewhere)
+const STALE_MS = 5000;          // an idle instance's `get` is re-read this often (pins moved elsewhere)
 
 const USAGE = `usage: node server.js [options]
 
@@ -235,6 +235,20 @@ export class Viewer {
     this.#pump(client);
   }
 
+  // Another client changed the wind: clothd says so at once (older clothds
+  // do not, and the status poll or the idle re-read catches it instead).
+  #onWindEvent(ev) {
+    if (ev.instance === undefined) {
+      this.globalWind = ev.wind;
+      this.#broadcastJson({ type: 'wind', globalWind: this.globalWind });
+      return;
+    }
+    const m = this.meta.get(ev.instance);
+    if (!m) return;
+    m.wind = ev.wind;
+    this.#broadcastMeta(true);
+  }
+
   async #onBrowserMessage(client, msg) {
     if (!msg || typeof msg !== 'object') return;
     if (msg.type === 'wind') {
@@ -320,6 +334,7 @@ export class Viewer {
     conn.on('frame', (frame) => this.#relayFrame(frame));
     conn.on('event', (ev) => {
       if (ev.event === 'debug' && typeof ev.enabled === 'boolean') this.#setDebug(ev.enabled);
+      if (ev.event === 'wind' && isFinite3(ev.wind)) this.#onWindEvent(ev);
     });
     conn.on('close', () => {
       if (this.conn !== conn) return;
