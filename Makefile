@@ -56,6 +56,12 @@ $(BUILD)/clothd: $(call obj,server/main.c) $(CORE_OBJ)
 $(BUILD)/unit_tests: $(TEST_OBJ) $(CORE_OBJ)
 	$(CC) $^ -o $@ $(LDLIBS) -lcriterion
 
+# "No allocation inside a step", counted by malloc and its kin interposed
+# in this executable (tests/alloc/count_alloc.c); never with a sanitizer.
+ALLOC_TEST_SRC := $(wildcard tests/alloc/*.c)
+$(BUILD)/alloc_tests: $(call obj,$(ALLOC_TEST_SRC)) $(SOLVER_OBJ) $(call obj,server/pool.c)
+	$(CC) $^ -o $@ $(LDLIBS) -lcriterion
+
 # The same unit tests built with AddressSanitizer and UBSan.
 SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-math-errno $(SAN) $(PKG_CFLAGS) -MMD -MP
@@ -78,13 +84,15 @@ test: deps-test
 	@$(MAKE) --no-print-directory check
 
 # e2e first (Python against the real server, leaks checked there by
-# valgrind), then the unit tests under ASan/UBSan (leak detection off:
+# valgrind), the clients' tests, the no-allocation check of the step, then
+# the unit tests under ASan/UBSan (leak detection off:
 # Criterion's own runner keeps blocks until exit, and a suppression for it
 # would hide leaks in test bodies too), then the plain unit tests, whose
 # synthesis line closes the run.
-check: $(BUILD)/clothd $(BUILD)/unit_tests $(BUILD)/unit_tests_san
+check: $(BUILD)/clothd $(BUILD)/unit_tests $(BUILD)/unit_tests_san $(BUILD)/alloc_tests
 	python3 tests/e2e/run_all.py --clothd $(BUILD)/clothd
 	@for t in $(CLIENT_TESTS); do $(MAKE) --no-print-directory $$t || exit 1; done
+	./$(BUILD)/alloc_tests --jobs 2
 	ASAN_OPTIONS=detect_leaks=0 ./$(BUILD)/unit_tests_san --jobs 2
 	./$(BUILD)/unit_tests --jobs 2
 
