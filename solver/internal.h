@@ -123,7 +123,6 @@ struct cd_instance {
     cd_hash_entry *hash_entries; /* particle_count, grouped by bucket */
     float *self_move;            /* particle_count: last-substep move at the search */
     uint32_t hash_size;     /* power of two */
-    float hash_cell;        /* cell size of the current hash */
     uint32_t *pairs;        /* candidate pairs (i, j) of the last search */
     uint32_t pair_count, pair_cap;
     cd_self_collision_stats self_stats; /* since creation */

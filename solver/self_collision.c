@@ -26,7 +26,23 @@
 #include "internal.h"
 #include "vec3.h"
 
-#define CD_PAIRS_PER_PARTICLE 48 /* candidate pairs kept per step, on average */
+#define CD_PAIRS_PER_PARTICLE 48 /* candidate pairs kept per search, on average */
+/* Hash entries a search may look at, per particle on average (about 50 in
+ * a folded sheet): a bound on the work of a pathological layout, such as a
+ * cloth crushed into a few cells. Past it the search stops, as when the
+ * pair list is full. */
+#define CD_EXAMINED_PER_PARTICLE 2048
+/* Cell coordinates stay below 2^20 across the instance's bounding box, so
+ * they are exact in a float and never overflow, whatever selfDistance or
+ * the spread of the particles. */
+#define CD_MAX_CELLS_PER_AXIS 1048576.0f
+
+/* The frame of a search's cells: a cell's integer coordinates along each
+ * axis are floor((v - origin) / cell). */
+typedef struct cd_grid {
+    float origin[3];
+    float inv;
+} cd_grid;
 
 static uint32_t hash_cell(int32_t x, int32_t y, int32_t z, uint32_t size)
 {
@@ -34,9 +50,15 @@ static uint32_t hash_cell(int32_t x, int32_t y, int32_t z, uint32_t size)
     return h & (size - 1);
 }
 
-static int32_t cell_of(float v, float inv_cell)
+/* Clamped, so that a coordinate a little outside the box (a reach beyond
+ * its edge) stays a small integer, and a NaN (a blow-up in progress, which
+ * the guard will undo) is a valid one. */
+static int32_t cell_of(const cd_grid *g, int axis, float v)
 {
-    return (int32_t)floorf(v * inv_cell);
+    const float f = floorf((v - g->origin[axis]) * g->inv);
+    if (!(f > -2.0f))
+        return -2;
+    return f > CD_MAX_CELLS_PER_AXIS + 2.0f ? (int32_t)CD_MAX_CELLS_PER_AXIS + 2 : (int32_t)f;
 }
 
 static int compare_u32(const void *a, const void *b)
@@ -116,39 +138,46 @@ static bool connected(const cd_instance *inst, uint32_t i, uint32_t j)
 
 /* Buckets the particles by cell (a counting sort). Each entry keeps its
  * cell, so that a query skips the other cells hashed to the same bucket. */
-static void build_hash(cd_instance *inst, float cell)
+static void build_hash(cd_instance *inst, const cd_grid *g)
 {
-    inst->hash_cell = cell;
-    const float inv = 1.0f / cell;
     const uint32_t n = inst->particle_count, size = inst->hash_size;
     uint32_t *start = inst->hash_start;
     memset(start, 0, sizeof(uint32_t) * (size + 1));
     for (uint32_t i = 0; i < n; i++) {
         const float *p = &inst->pos[3 * i];
-        start[hash_cell(cell_of(p[0], inv), cell_of(p[1], inv), cell_of(p[2], inv), size)]++;
+        start[hash_cell(cell_of(g, 0, p[0]), cell_of(g, 1, p[1]), cell_of(g, 2, p[2]), size)]++;
     }
     /* start[h] becomes the end of bucket h, then its start. */
     for (uint32_t h = 1; h <= size; h++)
         start[h] += start[h - 1];
     for (uint32_t i = n; i-- > 0;) {
         const float *p = &inst->pos[3 * i];
-        const int32_t x = cell_of(p[0], inv), y = cell_of(p[1], inv), z = cell_of(p[2], inv);
+        const int32_t x = cell_of(g, 0, p[0]), y = cell_of(g, 1, p[1]), z = cell_of(g, 2, p[2]);
         inst->hash_entries[--start[hash_cell(x, y, z, size)]] =
             (cd_hash_entry){.x = x, .y = y, .z = z, .particle = i};
     }
 }
 
-/* Records every particle's last-substep move; returns the largest. */
-static float record_moves(cd_instance *inst)
+/* Records every particle's last-substep move and the bounding box of the
+ * positions (lo, hi); returns the largest move. */
+static float record_moves(cd_instance *inst, float lo[3], float hi[3])
 {
     const float *p = inst->pos, *q = inst->prev;
     float *move = inst->self_move;
     float largest = 0.0f;
+    for (int a = 0; a < 3; a++) {
+        lo[a] = INFINITY;
+        hi[a] = -INFINITY;
+    }
     for (uint32_t i = 0; i < inst->particle_count; i++) {
         const float dx = p[3 * i] - q[3 * i], dy = p[3 * i + 1] - q[3 * i + 1],
                     dz = p[3 * i + 2] - q[3 * i + 2];
         move[i] = sqrtf(dx * dx + dy * dy + dz * dz);
         largest = move[i] > largest ? move[i] : largest;
+        for (int a = 0; a < 3; a++) {
+            lo[a] = p[3 * i + a] < lo[a] ? p[3 * i + a] : lo[a];
+            hi[a] = p[3 * i + a] > hi[a] ? p[3 * i + a] : hi[a];
+        }
     }
     return largest;
 }
@@ -168,7 +197,14 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
      * particles could meet: closer than d plus their two travels, so slow
      * particles (most of a pile) keep few pairs. */
     inst->self_stats.searches++;
-    const float fastest = 1.5f * record_moves(inst);
+    inst->pair_count = 0;
+    float lo[3], hi[3];
+    const float fastest = 1.5f * record_moves(inst, lo, hi);
+    float extent = 0.0f;
+    for (int a = 0; a < 3; a++)
+        extent = fmaxf(extent, hi[a] - lo[a]);
+    if (!(extent < INFINITY) || !(fastest < INFINITY))
+        return remaining; /* a blow-up: no pairs; the guard restores the step */
     int k = remaining;
     if (fastest * (float)remaining > 1.5f * d)
         k = (int)(1.5f * d / fastest);
@@ -176,27 +212,35 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
     const float scale = 1.5f * (float)k, margin = 0.1f * d, cap = 0.5f * d * (float)k;
     const float travel_max = fminf(fastest * (float)k + margin, cap);
     const float reach = d + 2.0f * travel_max;
-    build_hash(inst, reach);
-    const float inv = 1.0f / reach;
+    const float cell = fmaxf(reach, extent / CD_MAX_CELLS_PER_AXIS);
+    const cd_grid grid = {.origin = {lo[0], lo[1], lo[2]}, .inv = 1.0f / cell};
+    build_hash(inst, &grid);
     const uint32_t size = inst->hash_size;
     const float *pos = inst->pos, *move = inst->self_move;
     const cd_hash_entry *entries = inst->hash_entries;
-    inst->pair_count = 0;
+    uint64_t budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
     for (uint32_t i = 0; i < inst->particle_count; i++) {
         const float xi = pos[3 * i], yi = pos[3 * i + 1], zi = pos[3 * i + 2];
         const float reach_i = d + fminf(move[i] * scale + margin, cap);
         const float reach_i_max = reach_i + travel_max;
         /* The cells that the box of half-side reach_i_max around the
-         * particle touches: no more than 3 a side, as the cells are as
-         * large as the reach, and 2 for most slow particles. */
-        const int32_t x0 = cell_of(xi - reach_i_max, inv), x1 = cell_of(xi + reach_i_max, inv);
-        const int32_t y0 = cell_of(yi - reach_i_max, inv), y1 = cell_of(yi + reach_i_max, inv);
-        const int32_t z0 = cell_of(zi - reach_i_max, inv), z1 = cell_of(zi + reach_i_max, inv);
+         * particle touches: no more than 3 a side, as the cells are at
+         * least as large as the reach, and 2 for most slow particles. */
+        const int32_t x0 = cell_of(&grid, 0, xi - reach_i_max), x1 = cell_of(&grid, 0, xi + reach_i_max);
+        const int32_t y0 = cell_of(&grid, 1, yi - reach_i_max), y1 = cell_of(&grid, 1, yi + reach_i_max);
+        const int32_t z0 = cell_of(&grid, 2, zi - reach_i_max), z1 = cell_of(&grid, 2, zi + reach_i_max);
         for (int32_t z = z0; z <= z1; z++)
             for (int32_t y = y0; y <= y1; y++)
                 for (int32_t x = x0; x <= x1; x++) {
                     const uint32_t b = hash_cell(x, y, z, size);
-                    for (uint32_t e = inst->hash_start[b]; e < inst->hash_start[b + 1]; e++) {
+                    const uint32_t end = inst->hash_start[b + 1];
+                    if (end - inst->hash_start[b] > budget) {
+                        inst->self_stats.overflows++; /* a pathological crowd: stop here */
+                        inst->self_stats.pairs += inst->pair_count;
+                        return k;
+                    }
+                    budget -= end - inst->hash_start[b];
+                    for (uint32_t e = inst->hash_start[b]; e < end; e++) {
                         const cd_hash_entry *en = &entries[e];
                         const uint32_t j = en->particle;
                         if (j <= i || en->x != x || en->y != y || en->z != z)

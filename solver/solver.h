@@ -327,8 +327,9 @@ float cd_instance_max_structural_strain(const cd_instance *inst);
 
 /* Self-collision's work since the instance was created (all 0 while
  * selfDistance is 0): searches for candidate pairs, the pairs they kept,
- * and the searches that hit the limit of 48 pairs per particle (the pairs
- * beyond it wait for the next search). */
+ * and the searches that stopped early (48 pairs per particle, or 2048
+ * hash entries looked at per particle in a crowded layout); what they did
+ * not reach waits for the next search. */
 typedef struct cd_self_collision_stats {
     uint64_t searches, pairs, overflows;
 } cd_self_collision_stats;

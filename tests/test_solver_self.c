@@ -127,3 +127,41 @@ Test(solver_self, a_close_pair_is_found_wherever_the_cells_fall)
         cd_world_destroy(world);
     }
 }
+
+/* Hostile settings cost a bounded search, not a hang (the timeouts catch a
+ * regression): a selfDistance so small that its cells would overflow an
+ * int, and a crowd packed into one cell by a far-away outlier. */
+Test(solver_self, a_tiny_self_distance_searches_a_big_cloth_quickly, .timeout = 20)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = def.height = 384; /* 147,456 particles: a search over all pairs takes minutes */
+    def.spacing = 0.01f;
+    def.self_distance = 1e-20f;
+    cd_instance *cloth = fx_cloth(world, &def);
+    cd_instance_step(cloth, FX_DT, fx_no_wind());
+    const cd_self_collision_stats st = cd_instance_self_collision_stats(cloth);
+    cr_assert_eq(st.searches, 1);
+    cr_assert_eq(st.pairs, 0);
+    cr_assert_eq(st.overflows, 0);
+    cd_world_destroy(world);
+}
+
+Test(solver_self, a_crowd_in_one_cell_stops_the_search_and_says_so, .timeout = 20)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = def.height = 128;
+    def.spacing = 5e-4f; /* 6.4 cm across */
+    def.self_distance = 4e-4f;
+    cd_instance *cloth = fx_cloth(world, &def);
+    /* One particle 90 km away stretches the box: cells of ~9 cm hold the
+     * whole rest of the cloth. */
+    const cd_vec3 far = fx_v3(9e4f, 0, 0);
+    cr_assert_eq(cd_instance_pin(cloth, 0, &far), CD_OK);
+    cd_instance_step(cloth, FX_DT, fx_no_wind());
+    const cd_self_collision_stats st = cd_instance_self_collision_stats(cloth);
+    cr_assert_geq(st.searches, 1);
+    cr_assert_geq(st.overflows, 1, "the search should stop at its budget");
+    cd_world_destroy(world);
+}
