@@ -485,7 +485,8 @@ def print_self(sec):
         print("   searches/step: candidate-pair searches per step (once per step for a slow sheet,")
         print("   up to every other substep while its fastest particle moves fast); pairs: kept per")
         print("   particle per search; self ns/particle/search: self only / searches per step;")
-        print("   overflows: searches that hit the 48-pairs-per-particle limit.")
+        print("   overflows: searches that stopped early (48 pairs per particle, or the bound on")
+        print("   the hash entries one search looks at).")
         print()
     soft = sec.get("softbody", [])
     if soft:
