@@ -97,13 +97,7 @@ size_t cd_instance_memory(const cd_instance *inst)
            (size_t)inst->constraint_count * sizeof(cd_distance) +
            (inst->rest ? n * 3 * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
            (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +
-           (inst->hash_start ? ((size_t)inst->hash_size + 1) * sizeof(uint32_t) +
-                                   n * (sizeof(cd_hash_entry) + sizeof(float)) +
-                                   (size_t)inst->pair_cap * 2 * sizeof(uint32_t) +
-                                   (inst->neighbour_start
-                                        ? (n + 1 + 2 * (size_t)inst->constraint_count) * sizeof(uint32_t)
-                                        : 0)
-                             : 0) +
+           cd_self_collision_memory(inst) +
            (size_t)inst->pin_cap * sizeof(cd_pin) +
            (size_t)inst->collider_slots * sizeof(cd_collider);
 }

@@ -173,6 +173,8 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining);
 void cd_stage_self_collide(cd_instance *inst);
 /* Allocates what self-collision needs; false on out of memory. */
 bool cd_self_collision_reserve(cd_instance *inst);
+/* Bytes of what cd_self_collision_reserve allocated (0 before). */
+size_t cd_self_collision_memory(const cd_instance *inst);
 void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);

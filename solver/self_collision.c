@@ -118,6 +118,19 @@ bool cd_self_collision_reserve(cd_instance *inst)
     return true;
 }
 
+size_t cd_self_collision_memory(const cd_instance *inst)
+{
+    if (inst->hash_start == NULL)
+        return 0;
+    const size_t n = inst->particle_count;
+    size_t bytes = ((size_t)inst->hash_size + 1) * sizeof(uint32_t) +
+                   n * (sizeof(cd_hash_entry) + sizeof(float)) +
+                   (size_t)inst->pair_cap * 2 * sizeof(uint32_t);
+    if (inst->neighbour_start != NULL)
+        bytes += (n + 1 + 2 * (size_t)inst->constraint_count) * sizeof(uint32_t);
+    return bytes;
+}
+
 /* Joined by a constraint, hence exempt. */
 static bool connected(const cd_instance *inst, uint32_t i, uint32_t j)
 {
