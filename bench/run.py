@@ -433,6 +433,7 @@ def scaling_rows(wide, square):
 
 
 def self_table(rows, name):
+    """Prints cost and separation, one row per sheet; name(row) labels it."""
     table_rows = []
     for r in rows:
         ctarget = (f"≥{SELF_TARGET_CLOSEST:g}: {r['closest_verdict']}"
