@@ -54,9 +54,12 @@ static void on_signal(uv_signal_t *handle, int signum)
     uv_walk(server->loop, close_handle, server);
 }
 
+/* `instance` may be any id a client sent: its slot is checked against the
+ * table's size before it is read (a slot beyond it is never busy). */
 bool cd_server_is_busy(const cd_server *server, cd_id instance)
 {
-    return server->busy[cd_id_index(instance)] != 0;
+    uint32_t slot = cd_id_index(instance);
+    return slot <= server->opts.max_instances && server->busy[slot] != 0;
 }
 
 void cd_server_set_busy(cd_server *server, cd_id instance, bool busy)

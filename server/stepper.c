@@ -1,8 +1,11 @@
 /* Step batches: a `step` request becomes one job per instance on the worker
- * pool. Each instance is marked busy until its job is back, so no command
- * ever touches it mid-step. When the last job of a batch is back, the
- * requester gets its reply and then every subscriber gets the new frames,
- * each encoded once and shared. */
+ * pool. Every instance of a batch stays marked busy until the batch's LAST
+ * job is back and the batch is finished: finishing reads every instance of
+ * the batch (impulses for the reply, frames for the subscribers), so none of
+ * them may be destroyed or changed before that, even when its own job
+ * returned long before. Commands that touch them wait (are deferred) until
+ * then. When the last job is back, the requester gets its reply and then
+ * every subscriber gets the new frames, each encoded once and shared. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -70,7 +73,6 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
          * should a submit still fail, the step runs here (same result). */
         if (!cd_pool_submit(server->pool, &sj->job)) {
             run_step_job(&sj->job);
-            cd_server_set_busy(server, sj->id, false);
             batch->pending--;
         }
     }
@@ -181,6 +183,9 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     for (uint32_t i = 0; i < batch->count; i++)
         if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
             fan_out(server, batch->jobs[i].inst);
+    /* Only now may other requests touch (or destroy) these instances. */
+    for (uint32_t i = 0; i < batch->count; i++)
+        cd_server_set_busy(server, batch->jobs[i].id, false);
     free_batch(batch);
 }
 
@@ -200,7 +205,6 @@ void cd_stepper_drain(cd_server *server)
     while ((job = cd_pool_take_done(server->pool)) != NULL) {
         cd_step_job *sj = (cd_step_job *)job;
         cd_batch *batch = sj->batch;
-        cd_server_set_busy(server, sj->id, false);
         if (--batch->pending == 0) {
             finish_batch(server, batch);
             finished = true;
