@@ -1,58 +1,99 @@
 /* One client connection: line framing of requests, replies in request order,
- * and frame delivery that never queues more than a budget per client.
+ * and frame and event delivery that never queues more than a budget per
+ * client.
  *
  * Frame delivery: while the client's frames in flight stay within
  * opts.frame_budget bytes, a frame is written at once. Beyond it, each
  * instance keeps only its newest frame in a slot, and slots are flushed in
  * order as writes complete: a slow viewer skips frames, never grows a queue
- * and never slows the stepping. */
+ * and never slows the stepping.
+ *
+ * Events (wind and debug changes) work the same way: while the client's
+ * events in flight stay within CD_EVENT_BUDGET they are written at once;
+ * beyond, only the newest event of each kind (and instance) is kept, so a
+ * subscriber that never reads costs a bounded amount however often the wind
+ * changes.
+ *
+ * Every write is counted at its true cost (the bytes plus the write request
+ * that carries them) against its limit.
+ *
+ * A client that half-closes (shutdown(SHUT_WR)) still gets the replies of
+ * every complete line it sent: they run, their replies are flushed, then the
+ * connection closes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
 #define CD_READ_CHUNK 65536u
+/* Event bytes in flight to one client before only the newest per kind is kept. */
+#define CD_EVENT_BUDGET (64u * 1024u)
+
+typedef enum cd_write_kind { CD_WRITE_REPLY, CD_WRITE_EVENT, CD_WRITE_FRAME } cd_write_kind;
 
 typedef struct cd_write {
     uv_write_t req;
     cd_conn *conn;
-    cd_frame_buf *frame; /* NULL for a reply line */
-    char *line;          /* owned reply line */
-    size_t len;
+    cd_write_kind kind;
+    cd_frame_buf *frame; /* CD_WRITE_FRAME */
+    char *line;          /* owned reply or event line */
+    size_t len;          /* bytes written */
+    size_t cost;         /* what it is counted at: len + this struct */
 } cd_write;
+
+/* The newest event of one kind (and instance) waiting for a slow client. */
+struct cd_event_slot {
+    uint64_t key;
+    char *line;
+    size_t len;
+};
 
 static void on_close(uv_handle_t *handle);
 static void start_reading(cd_conn *conn);
+static void stop_reading(cd_conn *conn);
 
 /* ---- output ---------------------------------------------------------- */
 
 static void flush_slots(cd_conn *conn);
+static void flush_event_slots(cd_conn *conn);
+
+static size_t *bytes_of(cd_conn *conn, cd_write_kind kind)
+{
+    return kind == CD_WRITE_FRAME   ? &conn->frame_bytes
+           : kind == CD_WRITE_EVENT ? &conn->event_bytes
+                                    : &conn->reply_bytes;
+}
 
 static void on_write_done(uv_write_t *req, int status)
 {
     cd_write *w = (cd_write *)req;
     cd_conn *conn = w->conn;
-    if (w->frame != NULL) {
-        conn->frame_bytes -= w->len;
+    *bytes_of(conn, w->kind) -= w->cost;
+    if (w->frame != NULL)
         cd_frame_buf_unref(w->frame);
-    } else {
-        conn->reply_bytes -= w->len;
-        free(w->line);
-    }
+    free(w->line);
     free(w);
     if (status < 0) {
         cd_conn_close(conn);
         return;
     }
-    if (!conn->closing)
+    if (!conn->closing) {
         flush_slots(conn);
+        flush_event_slots(conn);
+    }
 }
 
+/* Queues `w` (kind, line or frame, len set); counts its cost while it is in
+ * flight. On failure nothing is counted and the caller frees. */
 static bool queue_write(cd_conn *conn, cd_write *w, const void *data)
 {
     uv_buf_t buf = uv_buf_init((char *)data, (unsigned)w->len);
     w->conn = conn;
-    return uv_write(&w->req, (uv_stream_t *)&conn->tcp, &buf, 1, on_write_done) == 0;
+    w->cost = w->len + sizeof *w;
+    if (uv_write(&w->req, (uv_stream_t *)&conn->tcp, &buf, 1, on_write_done) != 0)
+        return false;
+    *bytes_of(conn, w->kind) += w->cost;
+    return true;
 }
 
 void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
@@ -62,7 +103,8 @@ void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
         return;
     }
     /* A client that never reads its replies is closed, not buffered for. */
-    if (conn->closing || conn->reply_bytes + len > conn->server->opts.max_output) {
+    if (conn->closing ||
+        conn->reply_bytes + len + sizeof(cd_write) > conn->server->opts.max_output) {
         free(line);
         cd_conn_close(conn);
         return;
@@ -73,15 +115,100 @@ void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
         cd_conn_close(conn);
         return;
     }
+    w->kind = CD_WRITE_REPLY;
     w->line = line;
     w->len = len;
-    conn->reply_bytes += len;
     if (!queue_write(conn, w, line)) {
-        conn->reply_bytes -= len;
         free(line);
         free(w);
         cd_conn_close(conn);
     }
+}
+
+/* ---- events: the newest per kind once the budget is full --------------- */
+
+static bool write_event(cd_conn *conn, char *line, size_t len)
+{
+    cd_write *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        free(line);
+        return false;
+    }
+    w->kind = CD_WRITE_EVENT;
+    w->line = line;
+    w->len = len;
+    if (!queue_write(conn, w, line)) {
+        free(line);
+        free(w);
+        cd_conn_close(conn);
+        return false;
+    }
+    return true;
+}
+
+static bool event_fits(const cd_conn *conn, size_t len)
+{
+    return conn->event_bytes + len + sizeof(cd_write) <= CD_EVENT_BUDGET;
+}
+
+static void flush_event_slots(cd_conn *conn)
+{
+    uint32_t sent = 0;
+    while (sent < conn->event_slot_count && !conn->closing &&
+           event_fits(conn, conn->event_slots[sent].len)) {
+        /* The slot gives its line up first: a failed write closes the
+         * connection, which frees what the slots still hold. */
+        char *line = conn->event_slots[sent].line;
+        conn->event_slots[sent].line = NULL;
+        write_event(conn, line, conn->event_slots[sent].len);
+        sent++;
+    }
+    if (sent == 0 || conn->closing)
+        return;
+    memmove(conn->event_slots, conn->event_slots + sent,
+            (conn->event_slot_count - sent) * sizeof *conn->event_slots);
+    conn->event_slot_count -= sent;
+}
+
+void cd_conn_send_event(cd_conn *conn, uint64_t key, const char *line, size_t len)
+{
+    if (conn->closing || conn->draining)
+        return;
+    char *copy = malloc(len);
+    if (copy == NULL)
+        return; /* out of memory: this client misses the event */
+    memcpy(copy, line, len);
+    /* Once an event waits, later ones wait too: events never overtake. */
+    if (conn->event_slot_count == 0 && event_fits(conn, len)) {
+        write_event(conn, copy, len);
+        return;
+    }
+    for (uint32_t i = 0; i < conn->event_slot_count; i++) {
+        if (conn->event_slots[i].key == key) {
+            free(conn->event_slots[i].line);
+            conn->event_slots[i].line = copy;
+            conn->event_slots[i].len = len;
+            return;
+        }
+    }
+    if (conn->event_slot_count == conn->event_slot_cap) {
+        uint32_t cap = conn->event_slot_cap ? conn->event_slot_cap * 2 : 4;
+        cd_event_slot *grown = realloc(conn->event_slots, cap * sizeof *grown);
+        if (grown == NULL) {
+            free(copy);
+            return;
+        }
+        conn->event_slots = grown;
+        conn->event_slot_cap = cap;
+    }
+    conn->event_slots[conn->event_slot_count++] = (cd_event_slot){.key = key, .line = copy, .len = len};
+}
+
+static void free_event_slots(cd_conn *conn)
+{
+    for (uint32_t i = 0; i < conn->event_slot_count; i++)
+        free(conn->event_slots[i].line);
+    conn->event_slot_count = 0;
 }
 
 void cd_conn_send_reply(cd_conn *conn, cJSON *reply)
@@ -104,11 +231,10 @@ static bool write_frame(cd_conn *conn, cd_frame_buf *frame)
     if (w == NULL)
         return false;
     cd_frame_buf_ref(frame);
+    w->kind = CD_WRITE_FRAME;
     w->frame = frame;
     w->len = frame->len;
-    conn->frame_bytes += frame->len;
     if (!queue_write(conn, w, frame->data)) {
-        conn->frame_bytes -= frame->len;
         cd_frame_buf_unref(frame);
         free(w);
         cd_conn_close(conn);
@@ -119,7 +245,8 @@ static bool write_frame(cd_conn *conn, cd_frame_buf *frame)
 
 static bool within_budget(const cd_conn *conn, size_t len)
 {
-    return conn->frame_bytes == 0 || conn->frame_bytes + len <= conn->server->opts.frame_budget;
+    return conn->frame_bytes == 0 ||
+           conn->frame_bytes + len + sizeof(cd_write) <= conn->server->opts.frame_budget;
 }
 
 static void flush_slots(cd_conn *conn)
@@ -127,7 +254,10 @@ static void flush_slots(cd_conn *conn)
     uint32_t sent = 0;
     while (sent < conn->slot_count && !conn->closing &&
            within_budget(conn, conn->slots[sent].frame->len)) {
+        /* The slot gives its reference up first: a failed write closes the
+         * connection, which drops what the slots still hold. */
         cd_frame_buf *frame = conn->slots[sent].frame;
+        conn->slots[sent].frame = NULL;
         write_frame(conn, frame);
         cd_frame_buf_unref(frame);
         sent++;
@@ -202,6 +332,13 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     cd_conn *conn = stream->data;
+    if (nread == UV_EOF) {
+        /* Half-closed: answer the complete lines, then close (see the top). */
+        conn->eof = true;
+        stop_reading(conn);
+        cd_conn_process(conn);
+        return;
+    }
     if (nread < 0) {
         cd_conn_close(conn);
         return;
@@ -212,7 +349,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 static void start_reading(cd_conn *conn)
 {
-    if (conn->reading || conn->closing || conn->draining)
+    if (conn->reading || conn->closing || conn->draining || conn->eof)
         return;
     if (uv_read_start((uv_stream_t *)&conn->tcp, on_alloc, on_read) == 0)
         conn->reading = true;
@@ -236,14 +373,10 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     cd_conn_close(conn);
 }
 
-static void fail_line_too_long(cd_conn *conn)
+/* Closes once everything queued is written: uv_shutdown waits for queued
+ * writes, and its callback closes. Nothing more is read or run. */
+static void close_after_writes(cd_conn *conn)
 {
-    cd_error err;
-    cd_fail(&err, CD_E_LINE_TOO_LONG, "line: longer than the limit of %zu bytes",
-            conn->server->opts.max_line);
-    cd_conn_send_error(conn, NULL, &err);
-    /* Close only once the error reply is written: uv_shutdown waits for
-     * queued writes, and its callback closes. */
     stop_reading(conn);
     conn->in_len = 0;
     conn->draining = true;
@@ -252,6 +385,15 @@ static void fail_line_too_long(cd_conn *conn)
         free(req);
         cd_conn_close(conn);
     }
+}
+
+static void fail_line_too_long(cd_conn *conn)
+{
+    cd_error err;
+    cd_fail(&err, CD_E_LINE_TOO_LONG, "line: longer than the limit of %zu bytes",
+            conn->server->opts.max_line);
+    cd_conn_send_error(conn, NULL, &err);
+    close_after_writes(conn);
 }
 
 static bool is_blank(const char *line, size_t len)
@@ -326,6 +468,8 @@ void cd_conn_process(cd_conn *conn)
     /* Stop reading while a request waits: TCP pushes back on the client. */
     if (conn->has_deferred || conn->own_batch != NULL)
         stop_reading(conn);
+    else if (conn->eof)
+        close_after_writes(conn); /* every complete line has run; a partial one is dropped */
     else
         start_reading(conn);
 }
@@ -362,6 +506,7 @@ void cd_conn_close(cd_conn *conn)
     for (uint32_t i = 0; i < conn->slot_count; i++)
         cd_frame_buf_unref(conn->slots[i].frame);
     conn->slot_count = 0;
+    free_event_slots(conn);
     uv_close((uv_handle_t *)&conn->tcp, on_close);
 }
 
@@ -379,6 +524,7 @@ static void on_close(uv_handle_t *handle)
         cd_request_free(&conn->deferred);
     free(conn->in);
     free(conn->slots);
+    free(conn->event_slots);
     free(conn->subs);
     free(conn);
 }

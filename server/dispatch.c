@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -197,14 +198,21 @@ static bool has_subscriptions(const cd_conn *conn)
  * subscription (the viewers), then frees it. */
 static void broadcast_event(cd_conn *from, cJSON *event)
 {
-    for (cd_conn *c = from->server->conns; c != NULL; c = c->next) {
-        if (c == from || c->closing || !has_subscriptions(c))
-            continue;
-        cJSON *copy = cJSON_Duplicate(event, true);
-        if (copy != NULL)
-            cd_conn_send_reply(c, copy);
-    }
-    cJSON_Delete(event);
+    /* Coalescing key: the event's kind and instance (a lagging viewer keeps
+     * only the newest of each). Printed once, copied per connection. */
+    const cJSON *instance = cJSON_GetObjectItemCaseSensitive(event, "instance");
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "event"));
+    uint32_t kind = name != NULL && strcmp(name, "debug") == 0 ? CD_EVENT_KIND_DEBUG
+                                                               : CD_EVENT_KIND_WIND;
+    uint64_t key = cd_event_key(kind, cJSON_IsNumber(instance) ? (cd_id)instance->valuedouble : 0);
+    size_t len = 0;
+    char *line = cd_reply_print(event, &len);
+    if (line == NULL)
+        return;
+    for (cd_conn *c = from->server->conns; c != NULL; c = c->next)
+        if (c != from && !c->closing && has_subscriptions(c))
+            cd_conn_send_event(c, key, line, len);
+    free(line);
 }
 
 static bool same_vec3(cd_vec3 a, cd_vec3 b)

@@ -22,6 +22,7 @@
 typedef struct cd_server cd_server;
 typedef struct cd_conn cd_conn;
 typedef struct cd_batch cd_batch;
+typedef struct cd_event_slot cd_event_slot;
 
 /* An encoded frame shared by every subscriber it is sent to. */
 typedef struct cd_frame_buf {
@@ -57,7 +58,8 @@ struct cd_conn {
     char *in;
     size_t in_len, in_cap;
     bool reading;
-    bool draining; /* answered line_too_long: closing once that is written */
+    bool draining; /* closing once what is queued is written */
+    bool eof;      /* the client half-closed: finish its complete lines, then close */
     bool closing;  /* uv_close called; freed in its callback */
 
     /* A parsed request that can't run yet (its instance is being stepped,
@@ -67,11 +69,14 @@ struct cd_conn {
     cd_batch *own_batch; /* a step of this client's in flight */
     bool resume;         /* its step replied: run the lines that wait */
 
-    /* Output accounting. */
-    size_t reply_bytes; /* JSON replies queued, not yet written */
-    size_t frame_bytes; /* frames queued, not yet written */
+    /* Output accounting: each write counted at its true cost while queued. */
+    size_t reply_bytes; /* JSON replies */
+    size_t frame_bytes; /* frames */
+    size_t event_bytes; /* events */
     cd_frame_slot *slots; /* newest skipped frame per instance */
     uint32_t slot_count, slot_cap;
+    cd_event_slot *event_slots; /* newest waiting event per kind and instance */
+    uint32_t event_slot_count, event_slot_cap;
 
     /* Subscriptions. A named one's options win over the "all" one's. */
     bool sub_all;
@@ -105,6 +110,16 @@ void cd_conn_send_reply(cd_conn *conn, cJSON *reply); /* deletes reply */
 void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err);
 /* Sends now, or keeps it as the instance's newest pending frame. */
 void cd_conn_send_frame(cd_conn *conn, cd_frame_buf *frame);
+/* Sends an event line (copied), or keeps it as the newest pending event of
+ * its `key` (kind and instance: cd_event_key) when the client lags. */
+void cd_conn_send_event(cd_conn *conn, uint64_t key, const char *line, size_t len);
+/* The coalescing key of an event: its kind and, for per-instance events,
+ * the instance (0 for server-wide ones). */
+static inline uint64_t cd_event_key(uint32_t kind, cd_id instance)
+{
+    return ((uint64_t)kind << 32) | instance;
+}
+enum { CD_EVENT_KIND_WIND = 1, CD_EVENT_KIND_DEBUG = 2 };
 /* Runs every complete line that can run now. */
 void cd_conn_process(cd_conn *conn);
 void cd_conn_close(cd_conn *conn);
