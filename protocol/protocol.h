@@ -25,37 +25,26 @@
 
 #define CD_PROTOCOL_VERSION 1
 
-typedef enum cd_command {
-    CD_CMD_CREATE = 0,
-    CD_CMD_DESTROY,
-    CD_CMD_PIN,
-    CD_CMD_UNPIN,
-    CD_CMD_WIND,
-    CD_CMD_GRAVITY,
-    CD_CMD_ADD_COLLIDER,
-    CD_CMD_MOVE_COLLIDER,
-    CD_CMD_REMOVE_COLLIDER,
-    CD_CMD_ENABLE,
-    CD_CMD_STEP,
-    CD_CMD_GET,
-    CD_CMD_SUBSCRIBE,
-    CD_CMD_UNSUBSCRIBE,
-    CD_CMD_STATUS,
-    CD_CMD_DEBUG,
-    CD_CMD_SET,
-    CD_CMD_TRANSFORM,
-    CD_CMD_ATTACH,
-    CD_CMD_TOPOLOGY,
-    CD_CMD_COUNT
-} cd_command;
+#include "commands.h"
 
-/* Wire name of a command ("create", "addCollider", ...). */
+/* Wire name of a command ("create", "addCollider", ...); "unknown" out of
+ * range. */
 const char *cd_command_name(cd_command cmd);
+/* The row of the command in CD_COMMAND_MAP (out of range: CD_TOUCHES_NONE,
+ * CD_ACCESS_WRITE). */
+cd_touches cd_command_touches(cd_command cmd);
+cd_access cd_command_access(cd_command cmd);
+/* True for the commands a read-only connection may send (ping, status, get,
+ * topology, subscribe, unsubscribe): CD_ACCESS_READ in the table. */
+bool cd_command_is_read_only(cd_command cmd);
 
 /* Limits the parser enforces (the server passes its configuration). */
 typedef struct cd_limits {
     uint32_t max_particles; /* per instance; create beyond it: limit_exceeded */
     uint32_t max_list;      /* entries in any list field (particles, instances) */
+    /* particles x substeps x iterations of one instance (0: no limit); a
+     * create beyond it: limit_exceeded (set is checked by the solver) */
+    uint64_t max_step_work;
 } cd_limits;
 
 cd_limits cd_default_limits(void);
@@ -112,8 +101,9 @@ typedef struct cd_request {
         } move_collider;
         struct { cd_id collider; } remove_collider;
         struct { bool enabled; } enable;
-        struct { float dt; cd_id_list instances; } step;
-        /* and unsubscribe (which has no options) */
+        /* step, subscribe and unsubscribe (which has no options) begin
+         * with their list: see cd_request_instances */
+        struct { cd_id_list instances; float dt; } step;
         struct { cd_id_list instances; cd_frame_options options; } subscribe;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
         /* the options given (merge with cd_cloth_def_merge) */
@@ -132,6 +122,10 @@ typedef struct cd_request {
         } attach;
     } as;
 } cd_request;
+
+/* The id list of a CD_INSTANCE_LIST command (step, subscribe,
+ * unsubscribe), NULL for any other. With "instance" it holds that one id. */
+const cd_id_list *cd_request_instances(const cd_request *req);
 
 /* Copies into `dst` the options of a `set` request that were given. */
 void cd_cloth_def_merge(cd_cloth_def *dst, const cd_cloth_def *src, uint64_t present);

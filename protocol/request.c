@@ -502,41 +502,28 @@ static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_re
     return read_instance_list(obj, lim, req, &req->as.subscribe.instances, err);
 }
 
-/* How a command treats the envelope's "instance" member. */
-typedef enum instance_rule {
-    INSTANCE_IGNORED,  /* not used (an "instance" member is ignored) */
-    INSTANCE_REQUIRED, /* "instance: required" when absent */
-    INSTANCE_OPTIONAL, /* absent means server-wide (wind) */
-    INSTANCE_LIST,     /* "instance" or "instances"; the command reads them */
-} instance_rule;
+/* The commands that read nothing beyond the envelope. */
+#define parse_destroy parse_nothing
+#define parse_get parse_nothing
+#define parse_status parse_nothing
+#define parse_topology parse_nothing
+#define parse_ping parse_nothing
 
 typedef struct command_entry {
     const char *name;
-    instance_rule instance;
+    cd_instance_rule instance;
+    cd_touches touches;
+    cd_access access;
+    cd_payload payload;
     command_parser parse;
 } command_entry;
 
 static const command_entry commands[CD_CMD_COUNT] = {
-    [CD_CMD_CREATE] = {"create", INSTANCE_IGNORED, parse_create},
-    [CD_CMD_DESTROY] = {"destroy", INSTANCE_REQUIRED, parse_nothing},
-    [CD_CMD_PIN] = {"pin", INSTANCE_REQUIRED, parse_pin},
-    [CD_CMD_UNPIN] = {"unpin", INSTANCE_REQUIRED, parse_unpin},
-    [CD_CMD_WIND] = {"wind", INSTANCE_OPTIONAL, parse_wind},
-    [CD_CMD_GRAVITY] = {"gravity", INSTANCE_REQUIRED, parse_gravity},
-    [CD_CMD_ADD_COLLIDER] = {"addCollider", INSTANCE_REQUIRED, parse_add_collider},
-    [CD_CMD_MOVE_COLLIDER] = {"moveCollider", INSTANCE_REQUIRED, parse_move_collider},
-    [CD_CMD_REMOVE_COLLIDER] = {"removeCollider", INSTANCE_REQUIRED, parse_remove_collider},
-    [CD_CMD_ENABLE] = {"enable", INSTANCE_REQUIRED, parse_enable},
-    [CD_CMD_STEP] = {"step", INSTANCE_LIST, parse_step},
-    [CD_CMD_GET] = {"get", INSTANCE_REQUIRED, parse_nothing},
-    [CD_CMD_SUBSCRIBE] = {"subscribe", INSTANCE_LIST, parse_subscribe},
-    [CD_CMD_UNSUBSCRIBE] = {"unsubscribe", INSTANCE_LIST, parse_unsubscribe},
-    [CD_CMD_STATUS] = {"status", INSTANCE_IGNORED, parse_nothing},
-    [CD_CMD_DEBUG] = {"debug", INSTANCE_IGNORED, parse_debug},
-    [CD_CMD_SET] = {"set", INSTANCE_REQUIRED, parse_set},
-    [CD_CMD_TRANSFORM] = {"transform", INSTANCE_REQUIRED, parse_transform},
-    [CD_CMD_ATTACH] = {"attach", INSTANCE_REQUIRED, parse_attach},
-    [CD_CMD_TOPOLOGY] = {"topology", INSTANCE_REQUIRED, parse_nothing},
+#define COMMAND_ENTRY(ID, name_, wire, rule, touches_, access_, payload_)                   \
+    [CD_CMD_##ID] = {.name = wire, .instance = rule, .touches = touches_, .access = access_, \
+                     .payload = payload_, .parse = parse_##name_},
+    CD_COMMAND_MAP(COMMAND_ENTRY)
+#undef COMMAND_ENTRY
 };
 
 const char *cd_command_name(cd_command cmd)
@@ -546,30 +533,50 @@ const char *cd_command_name(cd_command cmd)
     return commands[cmd].name;
 }
 
+cd_touches cd_command_touches(cd_command cmd)
+{
+    return (unsigned)cmd < CD_CMD_COUNT ? commands[cmd].touches : CD_TOUCHES_NONE;
+}
+
+cd_access cd_command_access(cd_command cmd)
+{
+    return (unsigned)cmd < CD_CMD_COUNT ? commands[cmd].access : CD_ACCESS_WRITE;
+}
+
+bool cd_command_is_read_only(cd_command cmd)
+{
+    return cd_command_access(cmd) == CD_ACCESS_READ;
+}
+
+/* The lists of step, subscribe and unsubscribe sit at the start of their
+ * payloads, so one member reaches all three. */
+_Static_assert(offsetof(cd_request, as.step.instances) ==
+                   offsetof(cd_request, as.subscribe.instances),
+               "the id lists share one place");
+
+const cd_id_list *cd_request_instances(const cd_request *req)
+{
+    if (req == NULL || (unsigned)req->cmd >= CD_CMD_COUNT ||
+        commands[req->cmd].payload != CD_PAYLOAD_LIST)
+        return NULL;
+    return &req->as.step.instances;
+}
+
 /* ---- envelope ----------------------------------------------------------- */
 
-/* Frees what a command's fields own and zeroes them. */
+/* Frees what a command's fields own, by the payload column of its row,
+ * and zeroes them. */
 static void free_payload(cd_request *req)
 {
-    switch (req->cmd) {
-    case CD_CMD_PIN:
-    case CD_CMD_UNPIN:
-    case CD_CMD_ATTACH: /* shares the pin layout */
+    cd_payload payload = (unsigned)req->cmd < CD_CMD_COUNT ? commands[req->cmd].payload
+                                                           : CD_PAYLOAD_NONE;
+    if (payload == CD_PAYLOAD_PARTICLES) { /* pin, unpin, attach share the layout */
         free(req->as.pin.particles);
         free(req->as.pin.positions);
-        break;
-    case CD_CMD_STEP:
+    } else if (payload == CD_PAYLOAD_LIST) {
         free(req->as.step.instances.ids);
-        break;
-    case CD_CMD_CREATE:
+    } else if (payload == CD_PAYLOAD_MESH) {
         cd_mesh_free(&req->as.create.mesh);
-        break;
-    case CD_CMD_SUBSCRIBE:
-    case CD_CMD_UNSUBSCRIBE:
-        free(req->as.subscribe.instances.ids);
-        break;
-    default:
-        break;
     }
     memset(&req->as, 0, sizeof req->as);
 }
@@ -620,14 +627,14 @@ static cd_status parse_object(const cJSON *root, const cd_limits *lim, cd_reques
         return cd_fail(err, CD_E_UNKNOWN_COMMAND, "unknown command \"%s\"", quoted);
     }
 
-    if (entry->instance == INSTANCE_REQUIRED || entry->instance == INSTANCE_OPTIONAL) {
+    if (entry->instance == CD_INSTANCE_REQUIRED || entry->instance == CD_INSTANCE_OPTIONAL) {
         const cJSON *instance = cd_json_member(root, "instance");
         if (instance) {
             cd_status st = cd_json_id(instance, "instance", &out->instance, err);
             if (st != CD_OK)
                 return st;
             out->has_instance = true;
-        } else if (entry->instance == INSTANCE_REQUIRED) {
+        } else if (entry->instance == CD_INSTANCE_REQUIRED) {
             return cd_fail(err, CD_E_INVALID_ARGUMENT, "instance: required");
         }
     }

@@ -53,36 +53,38 @@ cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req)
     return inst;
 }
 
-/* Does running `req` now read or write an instance that is being stepped? */
+/* A live instance being stepped. A client's id is looked up first: only a
+ * live instance has a busy mark to read. */
+static bool is_busy(const cd_server *server, cd_id id)
+{
+    return cd_world_get(server->world, id) != NULL && cd_server_is_busy(server, id);
+}
+
+/* Does running `req` now read or write an instance that is being stepped?
+ * The command's row says what it touches (protocol/commands.h). */
 static bool touches_busy(const cd_server *server, const cd_request *req)
 {
     if (server->busy_count == 0)
         return false;
-    switch (req->cmd) {
-    case CD_CMD_CREATE:
-    case CD_CMD_UNSUBSCRIBE:
+    switch (cd_command_touches(req->cmd)) {
+    case CD_TOUCHES_NONE:
         return false;
-    case CD_CMD_WIND:
-        /* The global wind is snapshotted into each step job. */
-        return req->has_instance && cd_server_is_busy(server, req->instance);
-    case CD_CMD_STATUS:
+    case CD_TOUCHES_ALL:
         return true;
-    case CD_CMD_STEP:
-    case CD_CMD_SUBSCRIBE: {
-        const cd_id_list *list = req->cmd == CD_CMD_STEP ? &req->as.step.instances
-                                                         : &req->as.subscribe.instances;
-        if (req->cmd == CD_CMD_SUBSCRIBE && req->has_instance)
-            return cd_server_is_busy(server, req->instance);
-        if (list->all)
+    case CD_TOUCHES_ONE:
+    case CD_TOUCHES_OPTIONAL:
+        return req->has_instance && is_busy(server, req->instance);
+    case CD_TOUCHES_LISTED: {
+        const cd_id_list *list = cd_request_instances(req);
+        if (list == NULL || list->all)
             return true;
         for (uint32_t i = 0; i < list->count; i++)
-            if (cd_server_is_busy(server, list->ids[i]))
+            if (is_busy(server, list->ids[i]))
                 return true;
         return false;
     }
-    default:
-        return req->has_instance && cd_server_is_busy(server, req->instance);
     }
+    return true;
 }
 
 /* Checks every particle index of a pin/unpin before any is applied, so a
@@ -119,7 +121,7 @@ static bool check_particles(cd_conn *conn, const cd_request *req, const cd_insta
 
 /* ---- commands ---------------------------------------------------------- */
 
-static void cmd_create(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_create(cd_conn *conn, const cd_request *req)
 {
     cd_world *world = conn->server->world;
     const cd_cloth_def *def = &req->as.create.def;
@@ -130,24 +132,24 @@ static void cmd_create(cd_conn *conn, const cd_request *req)
     if (st == CD_E_LIMIT_EXCEEDED && cd_world_count(world) >= conn->server->opts.max_instances) {
         cd_reply_fail(conn, req, st, "instance: at most %u instances (--max-instances)",
                    conn->server->opts.max_instances);
-        return;
+        return CD_DISPATCH_DONE;
     }
     if (st == CD_E_LIMIT_EXCEEDED) {
         unsigned long long n = soft ? req->as.create.mesh.vertex_count
                                     : (unsigned long long)def->width * (unsigned long long)def->height;
         cd_reply_fail(conn, req, st, "%s: %llu particles exceed the limit of %u",
                    soft ? "vertices" : "width, height", n, conn->server->opts.max_particles);
-        return;
+        return CD_DISPATCH_DONE;
     }
     if (st == CD_E_INVALID_ARGUMENT) {
         /* The parser checked every field; what is left is the layout. */
         cd_reply_fail(conn, req, st, "origin: the cloth reaches outside the world box "
                                   "(|x|, |y|, |z| <= %g m)", (double)CD_WORLD_EXTENT);
-        return;
+        return CD_DISPATCH_DONE;
     }
     if (st != CD_OK) {
         cd_reply_fail(conn, req, st, "create: %s", cd_status_message(st));
-        return;
+        return CD_DISPATCH_DONE;
     }
     cd_instance_info info;
     cd_instance_get_info(cd_world_get(world, id), &info);
@@ -161,22 +163,24 @@ static void cmd_create(cd_conn *conn, const cd_request *req)
     for (cd_conn *c = conn->server->conns; c != NULL; c = c->next)
         if (c->sub_all && !c->closing)
             cd_stepper_send_current(c, cd_world_get(world, id));
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_destroy(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_destroy(cd_conn *conn, const cd_request *req)
 {
     if (cd_require_instance(conn, req) == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_world_destroy_instance(conn->server->world, req->instance);
     cd_dispatch_forget_instance(conn->server, req->instance);
     reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_pin(cd_conn *conn, const cd_request *req, bool pin)
+static cd_dispatch_result pin_or_unpin(cd_conn *conn, const cd_request *req, bool pin)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL || !check_particles(conn, req, inst))
-        return;
+        return CD_DISPATCH_DONE;
     for (uint32_t i = 0; i < req->as.pin.count; i++) {
         uint32_t p = req->as.pin.particles[i];
         if (!pin)
@@ -187,6 +191,17 @@ static void cmd_pin(cd_conn *conn, const cd_request *req, bool pin)
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddNumberToObject(reply, pin ? "pinned" : "unpinned", req->as.pin.count);
     cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
+}
+
+cd_dispatch_result cd_cmd_pin(cd_conn *conn, const cd_request *req)
+{
+    return pin_or_unpin(conn, req, true);
+}
+
+cd_dispatch_result cd_cmd_unpin(cd_conn *conn, const cd_request *req)
+{
+    return pin_or_unpin(conn, req, false);
 }
 
 static bool has_subscriptions(const cd_conn *conn)
@@ -221,7 +236,7 @@ static bool same_vec3(cd_vec3 a, cd_vec3 b)
 }
 
 /* A change of wind is announced to the viewers, as the debug flag is. */
-static void cmd_wind(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_wind(cd_conn *conn, const cd_request *req)
 {
     cd_vec3 wind = req->as.wind.wind;
     bool changed;
@@ -231,7 +246,7 @@ static void cmd_wind(cd_conn *conn, const cd_request *req)
     } else {
         cd_instance *inst = cd_require_instance(conn, req);
         if (inst == NULL)
-            return;
+            return CD_DISPATCH_DONE;
         changed = !same_vec3(cd_instance_wind(inst), wind);
         cd_instance_set_wind(inst, wind);
     }
@@ -239,22 +254,24 @@ static void cmd_wind(cd_conn *conn, const cd_request *req)
     cd_add_vec3(reply, "wind", wind);
     cd_conn_send_reply(conn, reply);
     if (!changed)
-        return;
+        return CD_DISPATCH_DONE;
     cJSON *event = cJSON_CreateObject();
     cJSON_AddStringToObject(event, "event", "wind");
     if (req->has_instance)
         cJSON_AddNumberToObject(event, "instance", req->instance);
     cd_add_vec3(event, "wind", wind);
     broadcast_event(conn, event);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_gravity(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_gravity(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_instance_set_gravity(inst, req->as.gravity.gravity);
     reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
 /* The handle of the request's named transform, or 0 after replying
@@ -269,39 +286,40 @@ static uint32_t require_transform(cd_conn *conn, const cd_request *req, const cd
     return handle;
 }
 
-static void cmd_add_collider(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_add_collider(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_collider_def def = req->as.add_collider.def;
     if (req->as.add_collider.attachment[0] != '\0') {
         def.attachment = require_transform(conn, req, inst, "attachment",
                                            req->as.add_collider.attachment);
         if (def.attachment == 0)
-            return;
+            return CD_DISPATCH_DONE;
     }
     cd_id collider = 0;
     cd_status st = cd_instance_add_collider(inst, &def, &collider);
     if (st == CD_E_LIMIT_EXCEEDED) {
         cd_reply_fail(conn, req, st, "collider: at most %d colliders per instance",
                    CD_MAX_COLLIDERS);
-        return;
+        return CD_DISPATCH_DONE;
     }
     if (st != CD_OK) {
         cd_reply_fail(conn, req, st, "addCollider: %s", cd_status_message(st));
-        return;
+        return CD_DISPATCH_DONE;
     }
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddNumberToObject(reply, "collider", collider);
     cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_move_collider(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_move_collider(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_id collider = req->as.move_collider.collider;
     const cd_vec3 *position =
         req->as.move_collider.has_position ? &req->as.move_collider.position : NULL;
@@ -315,40 +333,43 @@ static void cmd_move_collider(cd_conn *conn, const cd_request *req)
         cd_reply_fail(conn, req, st, "moveCollider: %s", cd_status_message(st));
     else
         reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_remove_collider(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_remove_collider(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_id collider = req->as.remove_collider.collider;
     if (cd_instance_remove_collider(inst, collider) != CD_OK)
         cd_reply_fail(conn, req, CD_E_NOT_FOUND, "collider: no collider %u on instance %u",
                    collider, req->instance);
     else
         reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_set(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_set(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_cloth_def def = cd_instance_def(inst);
     cd_cloth_def_merge(&def, &req->as.set.def, req->as.set.present);
     if (cd_instance_configure(inst, &def) != CD_OK) {
         cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "set: the options do not fit together");
-        return;
+        return CD_DISPATCH_DONE;
     }
     reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_transform(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_transform(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     uint32_t handle = 0;
     cd_status st = cd_instance_set_transform(inst, req->as.transform.name,
                                              req->as.transform.position,
@@ -360,39 +381,42 @@ static void cmd_transform(cd_conn *conn, const cd_request *req)
                    (double)CD_WORLD_EXTENT);
     else
         reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_attach(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_attach(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL || !check_particles(conn, req, inst))
-        return;
+        return CD_DISPATCH_DONE;
     uint32_t handle = require_transform(conn, req, inst, "name", req->as.attach.name);
     if (handle == 0)
-        return;
+        return CD_DISPATCH_DONE;
     for (uint32_t i = 0; i < req->as.attach.count; i++) {
         const cd_vec3 *local = req->as.attach.positions ? &req->as.attach.positions[i] : NULL;
         if (cd_instance_attach(inst, req->as.attach.particles[i], handle, local) != CD_OK) {
             /* Only an offset that puts the particle outside the world box. */
             cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
                        "offsets[%u]: puts the particle outside the world box", i);
-            return;
+            return CD_DISPATCH_DONE;
         }
     }
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddNumberToObject(reply, "attached", req->as.attach.count);
     cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_enable(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_enable(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_instance_set_enabled(inst, req->as.enable.enabled);
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddBoolToObject(reply, "enabled", req->as.enable.enabled);
     cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
 }
 
 /* Resolves an id list to live instances; replies not_found or
@@ -436,7 +460,7 @@ static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list
     return ids;
 }
 
-static cd_dispatch_result cmd_step(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_step(cd_conn *conn, const cd_request *req)
 {
     uint32_t count = 0;
     cd_id *ids = resolve_ids(conn, req, &req->as.step.instances, &count);
@@ -497,13 +521,13 @@ static cd_id_list subscription_list(const cd_request *req)
     return req->as.subscribe.instances;
 }
 
-static void cmd_subscribe(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
 {
     cd_id_list list = subscription_list(req);
     uint32_t count = 0;
     cd_id *ids = resolve_ids(conn, req, &list, &count);
     if (ids == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     if (list.all) {
         conn->sub_all = true;
         conn->all_options = req->as.subscribe.options;
@@ -512,7 +536,7 @@ static void cmd_subscribe(cd_conn *conn, const cd_request *req)
         if (!add_subscription(conn, ids[i], &req->as.subscribe.options)) {
             cd_reply_fail(conn, req, CD_E_INTERNAL, "subscribe: out of memory");
             free(ids);
-            return;
+            return CD_DISPATCH_DONE;
         }
     }
     cJSON *reply = cd_reply_ok(req->id);
@@ -527,9 +551,10 @@ static void cmd_subscribe(cd_conn *conn, const cd_request *req)
     for (uint32_t i = 0; i < count; i++)
         cd_stepper_send_current(conn, cd_world_get(conn->server->world, ids[i]));
     free(ids);
+    return CD_DISPATCH_DONE;
 }
 
-static void cmd_unsubscribe(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_unsubscribe(cd_conn *conn, const cd_request *req)
 {
     cd_id_list list = subscription_list(req);
     if (list.all) {
@@ -540,11 +565,12 @@ static void cmd_unsubscribe(cd_conn *conn, const cd_request *req)
             remove_subscription(conn, list.ids[i]);
     }
     reply_ok(conn, req);
+    return CD_DISPATCH_DONE;
 }
 
 /* The viewers' debug overlay (the seed's cloth_debug): a server-wide flag;
  * a change is announced to every subscribed connection as an event. */
-static void cmd_debug(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_debug(cd_conn *conn, const cd_request *req)
 {
     cd_server *server = conn->server;
     bool changed = req->as.debug.has_enabled && req->as.debug.enabled != server->debug;
@@ -554,45 +580,42 @@ static void cmd_debug(cd_conn *conn, const cd_request *req)
     cJSON_AddBoolToObject(reply, "enabled", server->debug);
     cd_conn_send_reply(conn, reply);
     if (!changed)
-        return;
+        return CD_DISPATCH_DONE;
     cJSON *event = cJSON_CreateObject();
     cJSON_AddStringToObject(event, "event", "debug");
     cJSON_AddBoolToObject(event, "enabled", server->debug);
     broadcast_event(conn, event);
+    return CD_DISPATCH_DONE;
+}
+
+cd_dispatch_result cd_cmd_ping(cd_conn *conn, const cd_request *req)
+{
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddBoolToObject(reply, "pong", true);
+    cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
 }
 
 /* ---- entry points ------------------------------------------------------ */
 
+/* One handler per row of CD_COMMAND_MAP: cd_cmd_<name>. */
+typedef cd_dispatch_result (*command_handler)(cd_conn *conn, const cd_request *req);
+
+static const command_handler handlers[CD_CMD_COUNT] = {
+#define HANDLER_ENTRY(ID, name, wire, rule, touches, access, payload) [CD_CMD_##ID] = cd_cmd_##name,
+    CD_COMMAND_MAP(HANDLER_ENTRY)
+#undef HANDLER_ENTRY
+};
+
 cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
 {
+    if ((unsigned)req->cmd >= CD_CMD_COUNT) {
+        cd_reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
+        return CD_DISPATCH_DONE;
+    }
     if (touches_busy(conn->server, req))
         return CD_DISPATCH_DEFER;
-    switch (req->cmd) {
-    case CD_CMD_CREATE: cmd_create(conn, req); break;
-    case CD_CMD_DESTROY: cmd_destroy(conn, req); break;
-    case CD_CMD_PIN: cmd_pin(conn, req, true); break;
-    case CD_CMD_UNPIN: cmd_pin(conn, req, false); break;
-    case CD_CMD_WIND: cmd_wind(conn, req); break;
-    case CD_CMD_GRAVITY: cmd_gravity(conn, req); break;
-    case CD_CMD_ADD_COLLIDER: cmd_add_collider(conn, req); break;
-    case CD_CMD_MOVE_COLLIDER: cmd_move_collider(conn, req); break;
-    case CD_CMD_REMOVE_COLLIDER: cmd_remove_collider(conn, req); break;
-    case CD_CMD_ENABLE: cmd_enable(conn, req); break;
-    case CD_CMD_STEP: return cmd_step(conn, req);
-    case CD_CMD_GET: cd_cmd_get(conn, req); break;
-    case CD_CMD_SUBSCRIBE: cmd_subscribe(conn, req); break;
-    case CD_CMD_UNSUBSCRIBE: cmd_unsubscribe(conn, req); break;
-    case CD_CMD_STATUS: cd_cmd_status(conn, req); break;
-    case CD_CMD_DEBUG: cmd_debug(conn, req); break;
-    case CD_CMD_SET: cmd_set(conn, req); break;
-    case CD_CMD_TRANSFORM: cmd_transform(conn, req); break;
-    case CD_CMD_ATTACH: cmd_attach(conn, req); break;
-    case CD_CMD_TOPOLOGY: cd_cmd_topology(conn, req); break;
-    default:
-        cd_reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
-        break;
-    }
-    return CD_DISPATCH_DONE;
+    return handlers[req->cmd](conn, req);
 }
 
 void cd_dispatch_forget_instance(cd_server *server, cd_id instance)

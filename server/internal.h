@@ -143,10 +143,12 @@ void cd_reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const c
 cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req);
 void cd_add_vec3(cJSON *obj, const char *name, cd_vec3 v);
 const char *cd_instance_type_name(cd_instance_type type);
-/* ---- queries.c: the read-only requests ---- */
-void cd_cmd_get(cd_conn *conn, const cd_request *req);
-void cd_cmd_topology(cd_conn *conn, const cd_request *req);
-void cd_cmd_status(cd_conn *conn, const cd_request *req);
+/* The handler of every row of CD_COMMAND_MAP (protocol/commands.h), in
+ * dispatch.c, or queries.c for the read-only get, topology and status. */
+#define CD_DECLARE_HANDLER(ID, name, wire, rule, touches, access, payload) \
+    cd_dispatch_result cd_cmd_##name(cd_conn *conn, const cd_request *req);
+CD_COMMAND_MAP(CD_DECLARE_HANDLER)
+#undef CD_DECLARE_HANDLER
 /* Forgets an instance in every connection's subscriptions and slots. */
 void cd_dispatch_forget_instance(cd_server *server, cd_id instance);
 

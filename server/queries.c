@@ -24,11 +24,11 @@ static bool add_uints(cJSON *obj, const char *name, const uint32_t *values, size
 }
 
 /* What a renderer needs once: triangles, and for cloth the seed's UVs. */
-void cd_cmd_topology(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_topology(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_instance_info info;
     cd_instance_get_info(inst, &info);
     uint32_t n = cd_instance_triangles(inst, NULL, 0);
@@ -57,9 +57,10 @@ void cd_cmd_topology(cd_conn *conn, const cd_request *req)
     if (!ok) {
         cJSON_Delete(reply);
         cd_reply_fail(conn, req, CD_E_INTERNAL, "topology: out of memory");
-        return;
+        return CD_DISPATCH_DONE;
     }
     cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
 }
 
 static const char *const collider_type_names[] = {
@@ -84,11 +85,11 @@ static void add_colliders(cJSON *reply, const cd_instance *inst)
     }
 }
 
-void cd_cmd_get(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
-        return;
+        return CD_DISPATCH_DONE;
     cd_instance_info info;
     cd_instance_get_info(inst, &info);
     cJSON *reply = cd_reply_ok(req->id);
@@ -109,7 +110,7 @@ void cd_cmd_get(cd_conn *conn, const cd_request *req)
     if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
         cJSON_Delete(reply);
         cd_reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
-        return;
+        return CD_DISPATCH_DONE;
     }
     cJSON *pinned = cJSON_AddArrayToObject(reply, "pinned");
     for (uint32_t i = 0; i < info.particles; i++)
@@ -124,10 +125,11 @@ void cd_cmd_get(cd_conn *conn, const cd_request *req)
         cJSON_AddNumberToObject(self, "overflows", (double)st.overflows);
     }
     cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
 }
 
 /* Subscribing again to an instance replaces its options. */
-void cd_cmd_status(cd_conn *conn, const cd_request *req)
+cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
 {
     cd_server *server = conn->server;
     uint32_t n = cd_world_count(server->world);
@@ -166,11 +168,12 @@ void cd_cmd_status(cd_conn *conn, const cd_request *req)
     free(text);
     free(ids);
     free(infos);
-    return;
+    return CD_DISPATCH_DONE;
 oom:
     cJSON_Delete(reply);
     free(ids);
     free(infos);
     cd_reply_fail(conn, req, CD_E_INTERNAL, "status: out of memory");
+    return CD_DISPATCH_DONE;
 }
 

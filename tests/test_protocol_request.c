@@ -251,10 +251,78 @@ Test(protocol_request, command_names_are_the_wire_names)
     static const char *const names[CD_CMD_COUNT] = {
         "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
         "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug",
-        "set", "transform", "attach", "topology"};
+        "set", "transform", "attach", "topology", "ping"};
     for (int i = 0; i < CD_CMD_COUNT; i++)
         cr_assert_str_eq(cd_command_name((cd_command)i), names[i]);
     cr_assert_str_eq(cd_command_name(CD_CMD_COUNT), "unknown");
+}
+
+Test(protocol_request, ping_should_parse_with_nothing_but_the_envelope)
+{
+    cd_request req;
+    parse_ok("{\"id\":\"p\",\"cmd\":\"ping\",\"instance\":5}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_PING);
+    cr_assert_not(req.has_instance); /* ignored, as for status */
+    cr_assert_str_eq(req.id->valuestring, "p");
+    cd_request_free(&req);
+}
+
+Test(protocol_request, read_only_commands_are_exactly_the_listed_ones)
+{
+    static const cd_command read_only[] = {CD_CMD_PING,      CD_CMD_STATUS,    CD_CMD_GET,
+                                           CD_CMD_TOPOLOGY,  CD_CMD_SUBSCRIBE,
+                                           CD_CMD_UNSUBSCRIBE};
+    for (int i = 0; i < CD_CMD_COUNT; i++) {
+        bool listed = false;
+        for (size_t k = 0; k < sizeof read_only / sizeof read_only[0]; k++)
+            listed |= read_only[k] == (cd_command)i;
+        cr_assert_eq(cd_command_is_read_only((cd_command)i), listed, "%s",
+                     cd_command_name((cd_command)i));
+        cr_assert_eq(cd_command_access((cd_command)i), listed ? CD_ACCESS_READ : CD_ACCESS_WRITE);
+    }
+    cr_assert_not(cd_command_is_read_only(CD_CMD_COUNT));
+}
+
+Test(protocol_request, each_command_row_says_what_it_touches)
+{
+    cr_assert_eq(cd_command_touches(CD_CMD_CREATE), CD_TOUCHES_NONE);
+    cr_assert_eq(cd_command_touches(CD_CMD_UNSUBSCRIBE), CD_TOUCHES_NONE);
+    cr_assert_eq(cd_command_touches(CD_CMD_DEBUG), CD_TOUCHES_NONE);
+    cr_assert_eq(cd_command_touches(CD_CMD_PING), CD_TOUCHES_NONE);
+    cr_assert_eq(cd_command_touches(CD_CMD_WIND), CD_TOUCHES_OPTIONAL);
+    cr_assert_eq(cd_command_touches(CD_CMD_STATUS), CD_TOUCHES_ALL);
+    cr_assert_eq(cd_command_touches(CD_CMD_STEP), CD_TOUCHES_LISTED);
+    cr_assert_eq(cd_command_touches(CD_CMD_SUBSCRIBE), CD_TOUCHES_LISTED);
+    static const cd_command one[] = {CD_CMD_DESTROY, CD_CMD_PIN, CD_CMD_UNPIN, CD_CMD_GRAVITY,
+                                     CD_CMD_ADD_COLLIDER, CD_CMD_MOVE_COLLIDER,
+                                     CD_CMD_REMOVE_COLLIDER, CD_CMD_ENABLE, CD_CMD_GET,
+                                     CD_CMD_SET, CD_CMD_TRANSFORM, CD_CMD_ATTACH,
+                                     CD_CMD_TOPOLOGY};
+    for (size_t k = 0; k < sizeof one / sizeof one[0]; k++)
+        cr_assert_eq(cd_command_touches(one[k]), CD_TOUCHES_ONE, "%s", cd_command_name(one[k]));
+}
+
+Test(protocol_request, the_id_list_of_step_subscribe_and_unsubscribe_is_one_member)
+{
+    static const char *const lines[] = {
+        "{\"cmd\":\"step\",\"instances\":[3,4]}",
+        "{\"cmd\":\"subscribe\",\"instances\":[3,4]}",
+        "{\"cmd\":\"unsubscribe\",\"instances\":[3,4]}",
+    };
+    for (size_t k = 0; k < 3; k++) {
+        cd_request req;
+        parse_ok(lines[k], &req);
+        const cd_id_list *list = cd_request_instances(&req);
+        cr_assert_not_null(list, "%s", lines[k]);
+        cr_assert_eq(list->count, 2u);
+        cr_assert_eq(list->ids[1], 4u);
+        cd_request_free(&req);
+    }
+    cd_request req;
+    parse_ok("{\"cmd\":\"get\",\"instance\":1}", &req);
+    cr_assert_null(cd_request_instances(&req));
+    cd_request_free(&req);
+    cr_assert_null(cd_request_instances(NULL));
 }
 
 Test(protocol_request, fail_formats_and_returns_the_code)
