@@ -20,6 +20,7 @@
  * A client that half-closes (shutdown(SHUT_WR)) still gets the replies of
  * every complete line it sent: they run, their replies are flushed, then the
  * connection closes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -387,6 +388,16 @@ static void close_after_writes(cd_conn *conn)
     }
 }
 
+/* A connection over --max-connections, or a line that took too long:
+ * answered limit_exceeded, then closed once that is written. */
+static void fail_limit(cd_conn *conn, const char *message)
+{
+    cd_error err;
+    cd_fail(&err, CD_E_LIMIT_EXCEEDED, "%s", message);
+    cd_conn_send_error(conn, NULL, &err);
+    close_after_writes(conn);
+}
+
 static void fail_line_too_long(cd_conn *conn)
 {
     cd_error err;
@@ -428,6 +439,22 @@ static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
     return r;
 }
 
+/* Keeps line_started: when the bytes left after the complete lines began
+ * to arrive (`new_line`: a new partial line started with this read). The
+ * server's line timer watches it while any connection has one. */
+static void track_partial_line(cd_conn *conn, bool new_line)
+{
+    if (conn->in_len == 0) {
+        conn->line_started = 0;
+        return;
+    }
+    if (new_line || conn->line_started == 0)
+        conn->line_started = uv_now(conn->server->loop);
+    uv_timer_t *timer = &conn->server->line_timer;
+    if (!uv_is_active((uv_handle_t *)timer) && !uv_is_closing((uv_handle_t *)timer))
+        uv_timer_start(timer, cd_conn_check_line_timeouts, 1000, 1000);
+}
+
 void cd_conn_process(cd_conn *conn)
 {
     if (conn->closing || conn->draining)
@@ -443,6 +470,7 @@ void cd_conn_process(cd_conn *conn)
     }
 
     const size_t max_line = conn->server->opts.max_line;
+    const bool had_partial = conn->in_len > 0;
     size_t start = 0;
     while (!conn->closing && !conn->has_deferred && conn->own_batch == NULL) {
         char *nl = memchr(conn->in + start, '\n', conn->in_len - start);
@@ -461,6 +489,7 @@ void cd_conn_process(cd_conn *conn)
         return;
     memmove(conn->in, conn->in + start, conn->in_len - start);
     conn->in_len -= start;
+    track_partial_line(conn, start > 0 || !had_partial);
     if (conn->in_len > max_line && memchr(conn->in, '\n', conn->in_len) == NULL) {
         fail_line_too_long(conn);
         return;
@@ -476,6 +505,31 @@ void cd_conn_process(cd_conn *conn)
 
 /* ---- lifetime ---------------------------------------------------------- */
 
+void cd_conn_check_line_timeouts(uv_timer_t *timer)
+{
+    cd_server *server = timer->data;
+    const uint64_t now = uv_now(server->loop);
+    const uint64_t limit_ms = (uint64_t)server->opts.line_timeout * 1000u;
+    bool any = false;
+    for (cd_conn *conn = server->conns, *next; conn != NULL; conn = next) {
+        next = conn->next;
+        if (conn->line_started == 0 || conn->closing || conn->draining || !conn->reading)
+            continue;
+        if (now - conn->line_started < limit_ms) {
+            any = true;
+            continue;
+        }
+        char message[96];
+        snprintf(message, sizeof message, "line: incomplete %u s after its first byte (--line-timeout)",
+                 server->opts.line_timeout);
+        conn->line_started = 0;
+        conn->in_len = 0;
+        fail_limit(conn, message);
+    }
+    if (!any)
+        uv_timer_stop(timer);
+}
+
 void cd_conn_accept(cd_server *server)
 {
     cd_conn *conn = calloc(1, sizeof *conn);
@@ -488,11 +542,19 @@ void cd_conn_accept(cd_server *server)
     if (server->conns != NULL)
         server->conns->prev = conn;
     server->conns = conn;
+    server->conn_count++; /* until on_close */
     if (uv_accept((uv_stream_t *)&server->listener, (uv_stream_t *)&conn->tcp) != 0) {
         cd_conn_close(conn);
         return;
     }
     uv_tcp_nodelay(&conn->tcp, 1);
+    if (server->conn_count > server->opts.max_connections) {
+        char message[96];
+        snprintf(message, sizeof message, "connections: at most %u at once (--max-connections)",
+                 server->opts.max_connections);
+        fail_limit(conn, message);
+        return;
+    }
     start_reading(conn);
 }
 
@@ -514,6 +576,7 @@ static void on_close(uv_handle_t *handle)
 {
     cd_conn *conn = handle->data;
     cd_server *server = conn->server;
+    server->conn_count--;
     if (conn->prev != NULL)
         conn->prev->next = conn->next;
     else

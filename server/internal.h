@@ -60,6 +60,7 @@ struct cd_conn {
     bool reading;
     bool draining; /* closing once what is queued is written */
     bool eof;      /* the client half-closed: finish its complete lines, then close */
+    uint64_t line_started; /* uv_now() when the pending partial line began; 0: none */
     bool closing;  /* uv_close called; freed in its callback */
 
     /* A parsed request that can't run yet (its instance is being stepped,
@@ -95,6 +96,8 @@ struct cd_server {
     cd_world *world;
     cd_pool *pool;
     cd_conn *conns;
+    uint32_t conn_count;
+    uv_timer_t line_timer; /* runs while a connection holds a partial line */
     uint8_t *busy; /* per instance slot (cd_id_index): being stepped */
     uint32_t busy_count;
     cd_batch *batches; /* step batches in flight */
@@ -123,6 +126,9 @@ enum { CD_EVENT_KIND_WIND = 1, CD_EVENT_KIND_DEBUG = 2 };
 /* Runs every complete line that can run now. */
 void cd_conn_process(cd_conn *conn);
 void cd_conn_close(cd_conn *conn);
+/* The line timer's callback: closes connections whose partial line is older
+ * than --line-timeout; stops the timer when no connection holds one. */
+void cd_conn_check_line_timeouts(uv_timer_t *timer);
 bool cd_conn_is_subscribed(const cd_conn *conn, cd_id instance);
 /* The frame options of the connection's subscription to `instance`, or
  * NULL when it is not subscribed (or closing). */

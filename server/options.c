@@ -1,5 +1,8 @@
-/* Command-line options of clothd. */
+/* Command-line options of clothd: one table row per flag (name, where it
+ * goes, its range, its help line), read by the parser and the usage text
+ * alike. Defaults live in cd_default_server_options(). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,20 +33,67 @@ cd_server_options cd_default_server_options(void)
         .max_line = 1024 * 1024,
         .max_output = 64u * 1024 * 1024,
         .frame_budget = 4u * 1024 * 1024,
+        .max_connections = 128,
+        .line_timeout = 30,
     };
     return o;
 }
 
-static const char usage_text[] =
-    "usage: clothd [options]\n"
-    "  --bind ADDR           address to listen on (default 127.0.0.1)\n"
-    "  --port N              TCP port, 0 = ephemeral (default 7878)\n"
-    "  --workers N           worker threads (default: number of cores)\n"
-    "  --max-instances N     live instances at most (default 1024, at most 65535)\n"
-    "  --max-particles N     particles per instance at most (default 262144)\n"
-    "  --max-line BYTES      longest request line (default 1048576)\n"
-    "  --help                this text\n"
-    "  --version             print the version\n";
+typedef enum flag_kind {
+    FLAG_TEXT,   /* char[] of CD_FLAG_TEXT_MAX bytes */
+    FLAG_INT,    /* int */
+    FLAG_UINT,   /* unsigned */
+    FLAG_U32,    /* uint32_t */
+    FLAG_SIZE,   /* size_t */
+    FLAG_SWITCH, /* bool, takes no value */
+} flag_kind;
+
+typedef struct flag_spec {
+    const char *name;
+    const char *value_name; /* in the usage text */
+    flag_kind kind;
+    size_t offset;
+    size_t size; /* FLAG_TEXT: capacity */
+    unsigned long long lo, hi;
+    const char *help;
+} flag_spec;
+
+#define OPT(member) offsetof(cd_server_options, member)
+#define TEXT(member) OPT(member), sizeof(((cd_server_options *)0)->member)
+
+/* In the order of the usage text. */
+static const flag_spec flags[] = {
+    {"--bind", "ADDR", FLAG_TEXT, TEXT(bind), 0, 0,
+     "address to listen on (default 127.0.0.1; another than loopback needs a token or --insecure)"},
+    {"--port", "N", FLAG_INT, OPT(port), 0, 0, 65535, "TCP port, 0 = ephemeral (default 7878)"},
+    {"--workers", "N", FLAG_UINT, OPT(workers), 0, 1, CD_POOL_MAX_WORKERS,
+     "worker threads (default: number of cores)"},
+    {"--max-instances", "N", FLAG_U32, OPT(max_instances), 0, 1, 65535,
+     "live instances at most (default 1024, at most 65535)"},
+    {"--max-particles", "N", FLAG_U32, OPT(max_particles), 0, 4, CD_MAX_PARTICLES_LIMIT,
+     "particles per instance at most (default 262144)"},
+    {"--max-line", "BYTES", FLAG_SIZE, OPT(max_line), 0, 64, CD_MAX_LINE_LIMIT,
+     "longest request line (default 1048576)"},
+    {"--max-connections", "N", FLAG_U32, OPT(max_connections), 0, 1, 65535,
+     "client connections at once; one more is answered limit_exceeded and closed (default 128)"},
+    {"--line-timeout", "SECONDS", FLAG_U32, OPT(line_timeout), 0, 1, 86400,
+     "a request line must be complete this long after its first byte (default 30)"},
+};
+
+#define FLAG_COUNT (sizeof flags / sizeof flags[0])
+
+static void print_usage(FILE *out)
+{
+    fputs("usage: clothd [options]\n", out);
+    for (size_t i = 0; i < FLAG_COUNT; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", flags[i].name, flags[i].kind == FLAG_SWITCH ? "" : " ",
+                 flags[i].kind == FLAG_SWITCH ? "" : flags[i].value_name);
+        fprintf(out, "  %-24s %s\n", head, flags[i].help);
+    }
+    fprintf(out, "  %-24s %s\n", "--help", "this text");
+    fprintf(out, "  %-24s %s\n", "--version", "print the version");
+}
 
 /* Parses a whole decimal number in [lo, hi]. */
 static bool parse_uint(const char *text, unsigned long long lo, unsigned long long hi,
@@ -60,54 +110,65 @@ static bool parse_uint(const char *text, unsigned long long lo, unsigned long lo
     return true;
 }
 
+/* Stores `value` into the field of `spec`; false when it does not fit. */
+static bool store(const flag_spec *spec, const char *value, cd_server_options *opts)
+{
+    unsigned char *field = (unsigned char *)opts + spec->offset;
+    unsigned long long v = 0;
+    switch (spec->kind) {
+    case FLAG_TEXT:
+        if (value == NULL || strlen(value) >= spec->size)
+            return false;
+        memcpy(field, value, strlen(value) + 1);
+        return true;
+    case FLAG_SWITCH:
+        *(bool *)field = true;
+        return true;
+    default:
+        break;
+    }
+    if (!parse_uint(value, spec->lo, spec->hi, &v))
+        return false;
+    if (spec->kind == FLAG_INT)
+        *(int *)field = (int)v;
+    else if (spec->kind == FLAG_UINT)
+        *(unsigned *)field = (unsigned)v;
+    else if (spec->kind == FLAG_U32)
+        *(uint32_t *)field = (uint32_t)v;
+    else
+        *(size_t *)field = (size_t)v;
+    return true;
+}
+
 int cd_server_parse_args(int argc, char **argv, cd_server_options *opts, FILE *out, FILE *err)
 {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long v = 0;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            fputs(usage_text, out);
+            print_usage(out);
             return 1;
         }
         if (strcmp(arg, "--version") == 0) {
             fprintf(out, "clothd %s (protocol 1)\n", CD_VERSION_STRING);
             return 1;
         }
-        if (strcmp(arg, "--bind") == 0) {
-            if (value == NULL || strlen(value) >= sizeof opts->bind)
-                goto bad_value;
-            strcpy(opts->bind, value);
-        } else if (strcmp(arg, "--port") == 0) {
-            if (!parse_uint(value, 0, 65535, &v))
-                goto bad_value;
-            opts->port = (int)v;
-        } else if (strcmp(arg, "--workers") == 0) {
-            if (!parse_uint(value, 1, CD_POOL_MAX_WORKERS, &v))
-                goto bad_value;
-            opts->workers = (unsigned)v;
-        } else if (strcmp(arg, "--max-instances") == 0) {
-            if (!parse_uint(value, 1, 65535, &v))
-                goto bad_value;
-            opts->max_instances = (uint32_t)v;
-        } else if (strcmp(arg, "--max-particles") == 0) {
-            if (!parse_uint(value, 4, CD_MAX_PARTICLES_LIMIT, &v))
-                goto bad_value;
-            opts->max_particles = (uint32_t)v;
-        } else if (strcmp(arg, "--max-line") == 0) {
-            if (!parse_uint(value, 64, CD_MAX_LINE_LIMIT, &v))
-                goto bad_value;
-            opts->max_line = (size_t)v;
-        } else {
-            fprintf(err, "clothd: unknown option %s\n%s", arg, usage_text);
+        const flag_spec *spec = NULL;
+        for (size_t k = 0; k < FLAG_COUNT && spec == NULL; k++)
+            if (strcmp(arg, flags[k].name) == 0)
+                spec = &flags[k];
+        if (spec == NULL) {
+            fprintf(err, "clothd: unknown option %s\n", arg);
+            print_usage(err);
             return 2;
         }
-        i++; /* consumed the value */
-        continue;
-    bad_value:
-        fprintf(err, "clothd: %s: %s value %s\n", arg, value ? "invalid" : "missing",
-                value ? value : "");
-        return 2;
+        const char *value = NULL;
+        if (spec->kind != FLAG_SWITCH)
+            value = i + 1 < argc ? argv[++i] : NULL;
+        if (!store(spec, value, opts)) {
+            fprintf(err, "clothd: %s: %s value %s\n", arg, value ? "invalid" : "missing",
+                    value ? value : "");
+            return 2;
+        }
     }
     return 0;
 }

@@ -146,6 +146,8 @@ int cd_server_run(const cd_server_options *opts)
     server.busy = calloc(opts->max_instances + 1u, 1);
     uv_async_init(&loop, &server.wake, on_wake);
     server.wake.data = &server;
+    uv_timer_init(&loop, &server.line_timer);
+    server.line_timer.data = &server;
     server.pool = cd_pool_create(opts->workers, opts->max_instances, notify_loop, &server);
     int exit_code = 1;
     if (server.world == NULL || server.busy == NULL || server.pool == NULL) {

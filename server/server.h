@@ -6,6 +6,7 @@
 #ifndef CLOTHD_SERVER_H
 #define CLOTHD_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@ typedef struct cd_server_options {
     size_t max_line;        /* bytes in one request line at most */
     size_t max_output;      /* replies queued to one client at most; beyond: closed */
     size_t frame_budget;    /* frame bytes in flight to one client before skipping */
+    uint32_t max_connections; /* client connections at once; beyond: refused */
+    uint32_t line_timeout;    /* seconds a request line may take from its first byte */
 } cd_server_options;
 
 cd_server_options cd_default_server_options(void);
