@@ -33,6 +33,7 @@ viewer-deps:
 viewer: $(VIEWER_STAMP)
 	node $(VIEWER_DIR)/server.js --clothd $(CLOTHD) --port $(VIEWER_PORT)
 
+# Screenshots go to $(BUILD)/artifacts/.
 viewer-test: viewer-deps $(BUILD)/clothd $(VIEWER_STAMP)
-	CLOTHD_BIN=$(abspath $(BUILD)/clothd) node --test --test-reporter=spec \
-	  $(VIEWER_DIR)/test/frame.test.mjs $(VIEWER_DIR)/test/viewer.test.mjs
+	CLOTHD_BIN=$(abspath $(BUILD)/clothd) VIEWER_ARTIFACTS=$(abspath $(BUILD)/artifacts) node --test --test-reporter=spec \
+	  $(VIEWER_DIR)/test/frame.test.mjs $(VIEWER_DIR)/test/viewer.test.mjs $(VIEWER_DIR)/test/security.test.mjs

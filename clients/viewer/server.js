@@ -4,8 +4,12 @@
 // metadata (instances, colliders, pins, wind, sleeping, debug flag, global
 // wind) and each instance's render topology (triangles, read once) beside them.
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
+// Only its own page may drive it (Host and Origin rules, lib/access.js);
+// with a token it authenticates to clothd, and a read-only token makes the
+// whole viewer read-only.
 //
 //   node server.js [--clothd host:port] [--port N] [--host ADDR] [--quantize]
+//                  [--token-file PATH] [--allow-host NAME]... [--allow-origin ORIGIN]...
 
 import http from 'node:http';
 import fs from 'node:fs';
@@ -14,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { WebSocketServer } from 'ws';
 import { ClothdConnection, parseAddress } from './lib/clothd.js';
+import { AccessPolicy, openStatic, parseAllowHost, parseAllowOrigin, staticFile } from './lib/access.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PUBLIC = path.join(HERE, 'public');
@@ -24,6 +29,22 @@ const POLL_MS = 1000;           // status poll (instances created / destroyed el
 const WS_HIGH_WATER = 1 << 20;  // a browser socket holding more than this is "slow"
 const GET_BUDGET = 100000;      // particles re-read by `get` per poll for pins/colliders
 const STALE_MS = 5000;          // an idle instance's `get` is re-read this often (pins moved elsewhere)
+const TOKEN_MIN = 16;           // clothd's bounds on a token (bytes)
+const TOKEN_MAX = 1024;
+// Browser messages that change the simulation: never forwarded with a
+// read-only token.
+const WRITES = new Set(['wind', 'debug']);
+const READONLY_TEXT = 'the viewer holds a read-only token: it shows the simulation but cannot change it';
+// Served folders, longest prefix first: three.js's module builds and its
+// examples' modules (no package internals), nothing else under /vendor/,
+// and the page.
+const MOUNTS = [
+  { prefix: '/vendor/three/build/', dir: path.join(THREE_DIR, 'build') },
+  { prefix: '/vendor/three/examples/jsm/', dir: path.join(THREE_DIR, 'examples', 'jsm') },
+  { prefix: '/vendor/', dir: null },
+  { prefix: '/api/', dir: null },
+  { prefix: '/', dir: PUBLIC, index: 'index.html' },
+];
 
 const USAGE = `usage: node server.js [options]
 
@@ -33,11 +54,26 @@ Relays clothd frames to browsers and serves the live viewer page.
   --port N            HTTP/WebSocket port (default 8080; 0 = any free port)
   --host ADDR         address to serve on (default 127.0.0.1)
   --quantize          ask clothd for 16-bit quantized frames (fewer bytes)
+  --token-file PATH   authenticate to clothd with the token on the file's first
+                      line (default: the environment variable CLOTHD_TOKEN, if set);
+                      a read-only token makes the viewer read-only
+  --allow-host NAME   also accept HTTP requests whose Host is NAME (NAME:PORT for
+                      one port only), e.g. behind a reverse proxy; repeatable
+  --allow-origin ORIGIN
+                      also accept WebSocket connections from pages of ORIGIN
+                      (e.g. https://viewer.example.com); repeatable
   --help              this text
+
+Requests must name the viewer in their Host header (its address and port, or
+localhost/127.0.0.1/[::1] when it listens on loopback); WebSocket connections
+must come from the viewer's own page (Origin). Anything else gets 403.
 `;
 
 export function parseArgs(argv) {
-  const opts = { clothd: '127.0.0.1:7878', port: 8080, host: '127.0.0.1', quantize: false };
+  const opts = {
+    clothd: '127.0.0.1:7878', port: 8080, host: '127.0.0.1', quantize: false,
+    tokenFile: null, allowHosts: [], allowOrigins: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const eq = a.indexOf('=');
@@ -58,12 +94,43 @@ export function parseArgs(argv) {
       }
       case '--host': opts.host = value(); break;
       case '--quantize': opts.quantize = true; break;
+      case '--token-file': opts.tokenFile = value(); break;
+      case '--allow-host': opts.allowHosts.push(parseAllowHost(value())); break;
+      case '--allow-origin': opts.allowOrigins.push(parseAllowOrigin(value())); break;
       case '--help': case '-h': opts.help = true; break;
       default: throw new Error(`unknown option "${a}" (see --help)`);
     }
   }
   parseAddress(opts.clothd); // fails early on a malformed address
   return opts;
+}
+
+// The token the relay presents to clothd: the first line of --token-file
+// (trailing CR/LF stripped), else CLOTHD_TOKEN, else none (null). Throws
+// with a message naming the source when it cannot be a clothd token.
+export function loadToken(opts, env = process.env) {
+  let token;
+  let source;
+  if (opts.tokenFile !== null && opts.tokenFile !== undefined) {
+    source = `--token-file ${opts.tokenFile}`;
+    let text;
+    try {
+      text = fs.readFileSync(opts.tokenFile, 'utf8');
+    } catch (err) {
+      throw new Error(`${source}: cannot read it (${err.code ?? err.message})`);
+    }
+    token = text.split('\n')[0].replace(/\r+$/, '');
+  } else if (env.CLOTHD_TOKEN !== undefined && env.CLOTHD_TOKEN !== '') {
+    source = 'CLOTHD_TOKEN';
+    token = env.CLOTHD_TOKEN.replace(/[\r\n]+$/, '');
+  } else {
+    return null;
+  }
+  const bytes = Buffer.byteLength(token);
+  if (bytes < TOKEN_MIN || bytes > TOKEN_MAX) {
+    throw new Error(`${source}: the token must be ${TOKEN_MIN} to ${TOKEN_MAX} bytes on one line, not ${bytes}`);
+  }
+  return token;
 }
 
 const MIME = {
@@ -77,18 +144,13 @@ const MIME = {
   '.ico': 'image/x-icon',
 };
 
-// Maps a URL path to a file under root, or null when it would leave root.
-function safeJoin(root, urlPath) {
-  let rel;
-  try {
-    rel = decodeURIComponent(urlPath);
-  } catch {
-    return null;
-  }
-  if (rel.includes('\0')) return null;
-  const full = path.resolve(root, '.' + path.posix.normalize('/' + rel));
-  return full === root || full.startsWith(root + path.sep) ? full : null;
-}
+// Headers on every HTTP answer: no MIME sniffing, and the page is never
+// framed by another site (a framed viewer could be clicked by that site).
+const COMMON_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Content-Security-Policy': "frame-ancestors 'none'",
+};
 
 function isFinite3(v) {
   return Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'number' && Number.isFinite(x));
@@ -99,8 +161,14 @@ export class Viewer {
     this.opts = opts;
     this.log = log;
     this.addr = parseAddress(opts.clothd);
+    this.token = opts.token ?? null; // never sent anywhere but to clothd
     this.conn = null;
     this.connected = false;
+    // What clothd granted this relay: 'full', 'readonly', or null while not
+    // connected; authError: clothd's `unauthorized` message while it refuses.
+    this.access = null;
+    this.authError = null;
+    this.refusals = new Set();   // refused Hosts/Origins already logged
     this.version = null;
     this.workers = null;
     this.debug = false;
@@ -124,13 +192,17 @@ export class Viewer {
 
   async listen() {
     this.http = http.createServer((req, res) => this.#serve(req, res));
-    this.wss = new WebSocketServer({ server: this.http, path: '/ws', maxPayload: 64 * 1024 });
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
     this.wss.on('connection', (ws) => this.#onBrowser(ws));
+    this.http.on('upgrade', (req, socket, head) => this.#upgrade(req, socket, head));
     await new Promise((resolve, reject) => {
       this.http.once('error', reject);
       this.http.listen(this.opts.port, this.opts.host, resolve);
     });
-    const { port } = this.http.address();
+    const { port, address } = this.http.address();
+    this.policy = new AccessPolicy({
+      listenHost: this.opts.host, address, port, allowHosts: this.opts.allowHosts ?? [], allowOrigins: this.opts.allowOrigins ?? [],
+    });
     const host = this.opts.host.includes(':') ? `[${this.opts.host}]` : this.opts.host;
     this.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/`;
     this.port = port;
@@ -148,43 +220,76 @@ export class Viewer {
     await new Promise((resolve) => this.http.close(() => resolve()));
   }
 
+  // Logs a refused Host or Origin once (a page retrying would flood stderr).
+  #logRefusal(what, value) {
+    const key = `${what} ${value}`;
+    if (this.refusals.has(key) || this.refusals.size >= 100) return;
+    this.refusals.add(key);
+    this.log(`viewer: refused ${what} ${JSON.stringify(value ?? null)}`);
+  }
+
+  // Why a request must be refused (its Host does not name this relay), or null.
+  #hostRefusal(req) {
+    const host = req.headers.host;
+    if (this.policy.hostAllowed(host)) return null;
+    this.#logRefusal('a request with Host', host);
+    return `forbidden: Host ${JSON.stringify(host ?? '')} does not name this viewer (see --allow-host)\n`;
+  }
+
+  // The WebSocket handshake: Host and Origin first (403), then the path.
+  #upgrade(req, socket, head) {
+    socket.on('error', () => {});
+    const refuse = (code, text) => {
+      socket.once('finish', () => socket.destroy());
+      socket.end(`HTTP/1.1 ${code} ${http.STATUS_CODES[code]}\r\nConnection: close\r\n`
+        + `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+    };
+    const hostRefusal = this.#hostRefusal(req);
+    if (hostRefusal) return refuse(403, hostRefusal);
+    const origin = req.headers.origin;
+    if (!this.policy.originAllowed(origin)) {
+      this.#logRefusal('a WebSocket from Origin', origin);
+      return refuse(403, `forbidden: Origin ${JSON.stringify(origin ?? '')} is not this viewer's page (see --allow-origin)\n`);
+    }
+    if (req.url.replace(/\?.*$/s, '') !== '/ws') return refuse(404, 'not found\n');
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+  }
+
   #serve(req, res) {
-    const url = new URL(req.url, 'http://x');
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { Allow: 'GET, HEAD' }).end();
+    const hostRefusal = this.#hostRefusal(req);
+    if (hostRefusal) {
+      res.writeHead(403, { ...COMMON_HEADERS, 'Content-Type': 'text/plain; charset=utf-8' }).end(hostRefusal);
       return;
     }
-    if (url.pathname === '/api/state') {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { ...COMMON_HEADERS, Allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (req.url.replace(/\?.*$/s, '') === '/api/state') {
       const browsers = [...this.clients].map((c) => ({ pending: c.pending.size, skipped: c.skipped }));
       const body = JSON.stringify({ ...this.#hello(), browsers });
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
+      res.writeHead(200, { ...COMMON_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
       return;
     }
-    let file = null;
-    if (url.pathname.startsWith('/vendor/three/')) {
-      const rel = url.pathname.slice('/vendor/three/'.length);
-      // Only the module builds and the examples' modules: no package internals.
-      if (rel.startsWith('build/') || rel.startsWith('examples/jsm/')) file = safeJoin(THREE_DIR, rel);
-    } else {
-      file = safeJoin(PUBLIC, url.pathname === '/' ? 'index.html' : url.pathname);
-    }
-    const send404 = () => res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
-    if (!file) {
+    const send404 = () => res.writeHead(404, { ...COMMON_HEADERS, 'Content-Type': 'text/plain' }).end('not found\n');
+    const found = staticFile(req.url, MOUNTS);
+    if (!found) {
       send404();
       return;
     }
-    fs.stat(file, (err, st) => {
-      if (err || !st.isFile()) {
+    openStatic(found, (file) => {
+      if (!file) {
         send404();
         return;
       }
       res.writeHead(200, {
-        'Content-Type': MIME[path.extname(file)] ?? 'application/octet-stream',
-        'Content-Length': st.size,
+        ...COMMON_HEADERS,
+        'Content-Type': MIME[path.extname(file.file)] ?? 'application/octet-stream',
+        'Content-Length': file.stat.size,
         'Cache-Control': 'no-cache',
       });
       if (req.method === 'HEAD') res.end();
-      else fs.createReadStream(file).pipe(res);
+      else fs.createReadStream(file.file).pipe(res);
     });
   }
 
@@ -194,6 +299,9 @@ export class Viewer {
       clothd: `${this.addr.host}:${this.addr.port}`,
       quantize: this.opts.quantize,
       connected: this.connected,
+      token: this.token !== null,
+      access: this.access,
+      authError: this.authError,
       version: this.version,
       workers: this.workers,
       debug: this.debug,
@@ -251,6 +359,9 @@ export class Viewer {
 
   async #onBrowserMessage(client, msg) {
     if (!msg || typeof msg !== 'object') return;
+    if (WRITES.has(msg.type) && this.access === 'readonly') {
+      throw new Error(`read-only: ${READONLY_TEXT} ("${msg.type}" not sent to clothd)`);
+    }
     if (msg.type === 'wind') {
       if (!isFinite3(msg.wind)) throw new Error('wind: must be an array of 3 finite numbers');
       const fields = { wind: msg.wind };
@@ -341,14 +452,17 @@ export class Viewer {
       this.conn = null;
       const was = this.connected;
       this.connected = false;
+      this.access = null;
       clearInterval(this.pollTimer);
       if (was) {
         this.log(`viewer: lost clothd ${this.opts.clothd}; retrying every ${RETRY_MS / 1000} s`);
-        this.#broadcastJson({ type: 'connection', connected: false, clothd: this.opts.clothd });
+        this.#broadcastConnection();
       }
       if (!this.stopped) this.retryTimer = setTimeout(() => this.#connectClothd(), RETRY_MS);
     });
     try {
+      // The token first, on every connection: nothing else is allowed before it.
+      const access = await this.#authenticate(conn);
       const sub = { };
       if (this.opts.quantize) sub.quantize = true;
       await conn.request('subscribe', sub);
@@ -356,19 +470,61 @@ export class Viewer {
       this.version = st.version ?? null;
       this.workers = st.workers ?? null;
       this.connected = true;
+      this.access = access;
+      if (this.authError) this.log(`viewer: clothd ${this.opts.clothd} accepts the token now`);
+      this.authError = null;
       // A new clothd process may reuse ids: nothing read from the old one holds.
       this.meta.clear();
       this.topology.clear();
       this.lastMetaJson = '';
-      this.log(`viewer: connected to clothd ${this.version ?? '?'} at ${this.opts.clothd}`);
-      this.#broadcastJson({
-        type: 'connection', connected: true, clothd: this.opts.clothd, version: this.version, workers: this.workers,
-      });
+      this.log(`viewer: connected to clothd ${this.version ?? '?'} at ${this.opts.clothd}`
+        + (access === 'readonly' ? ` with a read-only token (${READONLY_TEXT})` : ''));
+      this.#broadcastConnection();
       await this.refresh({ force: true, status: st });
       this.pollTimer = setInterval(() => this.refresh().catch(() => {}), POLL_MS);
     } catch (err) {
+      if (err.code === 'unauthorized') this.#unauthorized(err);
       if (this.conn === conn) conn.close();
     }
+  }
+
+  // Sends the token, when the relay has one, and resolves with the access
+  // clothd grants: 'full' or 'readonly'. Without a token the access is full
+  // (clothd refuses the next command with `unauthorized` if it wants one).
+  async #authenticate(conn) {
+    if (this.token === null) return 'full';
+    try {
+      const reply = await conn.request('auth', { token: this.token });
+      // An access this relay does not know is taken as the lesser one.
+      return reply.access === undefined || reply.access === 'full' ? 'full' : 'readonly';
+    } catch (err) {
+      if (err.code !== 'unknown_command') throw err;
+      // A clothd older than `auth` has no tokens: every client may do anything.
+      if (!this.warnedNoAuth) this.log(`viewer: clothd ${this.opts.clothd} does not know "auth" (no tokens there); the token is not used`);
+      this.warnedNoAuth = true;
+      return 'full';
+    }
+  }
+
+  // clothd refused the token (or wants one): said once on stderr and to
+  // every page; the usual reconnect schedule tries again.
+  #unauthorized(err) {
+    const text = `unauthorized: ${err.serverMessage}`;
+    const changed = text !== this.authError;
+    this.authError = text;
+    this.access = null;
+    if (changed) {
+      const hint = this.token === null ? 'give the viewer the token with --token-file or CLOTHD_TOKEN' : 'check --token-file / CLOTHD_TOKEN';
+      this.log(`viewer: clothd ${this.opts.clothd} refused the viewer (${text}): ${hint}; retrying every ${RETRY_MS / 1000} s`);
+    }
+    this.#broadcastConnection();
+  }
+
+  #broadcastConnection() {
+    this.#broadcastJson({
+      type: 'connection', connected: this.connected, clothd: this.opts.clothd, version: this.version, workers: this.workers,
+      access: this.access, authError: this.authError,
+    });
   }
 
   #setDebug(enabled) {
@@ -509,6 +665,12 @@ async function main() {
     process.stdout.write(USAGE);
     return;
   }
+  try {
+    opts.token = loadToken(opts);
+  } catch (err) {
+    console.error(`viewer: ${err.message}`);
+    process.exit(2);
+  }
   const viewer = new Viewer(opts);
   let url;
   try {
@@ -518,7 +680,8 @@ async function main() {
     process.exit(1);
   }
   process.stdout.write(`viewer: ${url}\n`);
-  console.error(`viewer: relaying clothd ${opts.clothd}${opts.quantize ? ' (quantized frames)' : ''}`);
+  console.error(`viewer: relaying clothd ${opts.clothd}${opts.quantize ? ' (quantized frames)' : ''}`
+    + `${opts.token !== null ? ` with the token of ${opts.tokenFile !== null ? opts.tokenFile : 'CLOTHD_TOKEN'}` : ''}`);
   const stop = () => {
     viewer.close().then(() => process.exit(0), () => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();

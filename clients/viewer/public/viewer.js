@@ -21,6 +21,8 @@ const state = {
   connected: false,
   clothd: '',
   version: null,
+  access: null,         // what clothd granted the relay: 'full', 'readonly', null (not connected)
+  authError: null,      // clothd's `unauthorized` message while it refuses the relay
   debug: false,
   globalWind: [0, 0, 0],
   meta: new Map(),      // id -> metadata from the server
@@ -37,6 +39,8 @@ const state = {
 const hook = {
   wsOpen: false,
   connected: false,
+  access: null,
+  authError: null,
   frames: {},      // id -> newest frame number received
   rendered: {},    // id -> frame number on screen
   instances: [],   // metadata as the server sent it
@@ -646,12 +650,14 @@ function onJson(msg) {
     case 'hello':
       state.clothd = msg.clothd;
       state.quantize = msg.quantize;
+      setAccess(msg.access ?? null, msg.authError ?? null);
       setConnected(msg.connected, msg);
       setDebug(msg.debug);
       setGlobalWind(msg.globalWind);
       syncInstances(msg.instances ?? []);
       break;
     case 'connection':
+      setAccess(msg.access ?? null, msg.authError ?? null);
       setConnected(msg.connected, msg);
       break;
     case 'instances':
@@ -734,18 +740,56 @@ function showConnection() {
   if (!state.wsOpen) {
     s = 'offline';
     text = 'viewer server offline — retrying';
+  } else if (!state.connected && state.authError) {
+    s = 'unauthorized';
+    text = `clothd ${state.clothd} refused the viewer's token (${state.authError}) — retrying`;
   } else if (!state.connected) {
     s = 'disconnected';
     text = `disconnected from clothd ${state.clothd} — retrying`;
   } else {
     s = 'connected';
-    text = `connected to clothd ${state.version ?? ''} at ${state.clothd}${state.quantize ? ' · quantized' : ''}`;
+    text = `connected to clothd ${state.version ?? ''} at ${state.clothd}${state.quantize ? ' · quantized' : ''}`
+      + (state.access === 'readonly' ? ' · read-only' : '');
   }
   el.dataset.state = s;
+  el.title = s === 'connected' && state.access === 'readonly' ? READONLY_TIP : 'clothd connection';
   $('conn-text').textContent = text;
   const banner = $('disconnected');
   banner.hidden = s === 'connected';
-  banner.textContent = s === 'offline' ? 'Viewer server offline — retrying…' : `Disconnected from clothd ${state.clothd} — retrying…`;
+  banner.textContent = s === 'offline' ? 'Viewer server offline — retrying…'
+    : s === 'unauthorized' ? `clothd ${state.clothd} refused the viewer's token: ${state.authError} — retrying…`
+      : `Disconnected from clothd ${state.clothd} — retrying…`;
+}
+
+// ---- read-only token: the controls that change the simulation --------------
+
+const READONLY_TIP = 'The viewer holds a read-only token: it shows the simulation but cannot change it';
+// Inputs and buttons that send commands to clothd, and the labels and rows
+// around them (a disabled input shows no tooltip in every browser).
+const WRITE_CONTROLS = ['wind-x', 'wind-y', 'wind-z', 'wind-x-range', 'wind-y-range', 'wind-z-range', 'wind-zero', 'debug-toggle'];
+const WRITE_WRAPPERS = ['wind-axes', 'debug-label'];
+
+function readOnly() {
+  return state.access === 'readonly';
+}
+
+function setAccess(access, authError) {
+  state.access = hook.access = access;
+  state.authError = hook.authError = authError;
+  const ro = readOnly();
+  for (const id of WRITE_CONTROLS) {
+    const el = $(id);
+    el.disabled = ro;
+    if (ro) el.title = READONLY_TIP;
+    else el.removeAttribute('title');
+  }
+  for (const id of WRITE_WRAPPERS) {
+    const el = $(id);
+    if (ro) el.title = READONLY_TIP;
+    else el.removeAttribute('title');
+  }
+  $('readonly-note').hidden = !ro;
+  document.body.dataset.access = access ?? 'none';
 }
 
 let errorTimer = null;
@@ -1007,7 +1051,10 @@ window.addEventListener('keydown', (e) => {
   const k = e.key.toLowerCase();
   if (k === 'f') frameSelected();
   else if (k === 'a') frameAll();
-  else if (k === 'd') send({ type: 'debug', enabled: !state.debug });
+  else if (k === 'd') {
+    if (readOnly()) showError(READONLY_TIP);
+    else send({ type: 'debug', enabled: !state.debug });
+  }
   else if (k === 'escape') select(null);
   else return;
   e.preventDefault();

@@ -4,98 +4,27 @@
 // screenshots, follow the debug flag set from another client, and the
 // page's wind control must reach clothd; a soft ball beside it must be drawn
 // from its topology, in its own colour, and show when it sleeps.
-// Screenshots go to build/artifacts/.
+// Screenshots go to $VIEWER_ARTIFACTS (default build/artifacts/).
 //
 //   CLOTHD_BIN=build/clothd node --test clients/viewer/test/
 //   CHROMIUM=/usr/bin/chromium (default)   VIEWER_UPDATE_SCREENSHOT=1 refreshes screenshot.png
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { chromium } from 'playwright-core';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import { decodePng } from './png.js';
+import {
+  ARTIFACTS, CLOTHD_BIN, CHROMIUM, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+} from './harness.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const VIEWER_DIR = path.resolve(HERE, '..');
-const ROOT = path.resolve(VIEWER_DIR, '../..');
-const CLOTHD_BIN = path.resolve(ROOT, process.env.CLOTHD_BIN ?? 'build/clothd');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const ARTIFACTS = path.join(ROOT, 'build', 'artifacts');
 const W = 24;
 const H = 24;
-
-const children = new Set();
-process.on('exit', () => {
-  for (const c of children) c.kill('SIGKILL');
-});
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Starts a program and resolves with the first stdout line matching re.
-function startProcess(cmd, args, re, what) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(child);
-    let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
-    const timer = setTimeout(() => reject(new Error(`${what}: no banner within 5 s; stderr: ${stderr}`)), 5000);
-    child.once('error', (err) => { clearTimeout(timer); reject(err); });
-    child.once('exit', (code, sig) => {
-      children.delete(child);
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${code ?? sig}) before its banner; stderr: ${stderr}`));
-    });
-    readline.createInterface({ input: child.stdout }).on('line', (line) => {
-      const m = re.exec(line);
-      if (m) {
-        clearTimeout(timer);
-        child.removeAllListeners('exit');
-        child.once('exit', () => children.delete(child));
-        resolve({ child, match: m, stderr: () => stderr });
-      }
-    });
-  });
-}
-
-function startClothd(port = 0) {
-  return startProcess(CLOTHD_BIN, ['--port', String(port), '--workers', '2'],
-    /^clothd \S+ listening on 127\.0\.0\.1:(\d+) \(\d+ workers\)$/, 'clothd')
-    .then((p) => ({ ...p, port: Number(p.match[1]) }));
-}
-
-function startViewer(clothdPort, extra = []) {
-  return startProcess(process.execPath, [path.join(VIEWER_DIR, 'server.js'), '--clothd', `127.0.0.1:${clothdPort}`, '--port', '0', ...extra],
-    /^viewer: (http:\/\/127\.0\.0\.1:(\d+)\/)$/, 'viewer server')
-    .then((p) => ({ ...p, url: p.match[1] }));
-}
-
-async function stop(child) {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const done = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), 3000);
-  await done;
-  clearTimeout(t);
-}
-
-async function waitFor(what, fn, timeoutMs = 10000, everyMs = 50) {
-  const t0 = Date.now();
-  let last;
-  for (;;) {
-    last = await fn();
-    if (last) return last;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 // Cloth-coloured pixels: the first instance's orange (#e8743b) under any
 // light: red well above green, green above blue. The background, the grid,
@@ -239,15 +168,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     })).instance;
     await driver.request('addCollider', { instance: ball, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
     viewer = await startViewer(clothd.port);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-        '--enable-unsafe-swiftshader',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (err) => pageErrors.push(err.message));
     page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
@@ -475,7 +396,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     // would only slow the machine down) and comes back afterwards.
     await page.goto('about:blank');
     const big = (await driver.request('create', { width: 100, height: 100, spacing: 0.02, origin: [3, 3, 0] })).instance;
-    const ws = new WebSocket(viewer.url.replace('http', 'ws') + 'ws');
+    const ws = new WebSocket(viewer.url.replace('http', 'ws') + 'ws', { origin: viewer.origin });
     const relayState = async () => (await fetch(new URL('/api/state', viewer.url))).json();
     try {
       const frames = [];
@@ -517,7 +438,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
   it('relays frames that decode to the instance state, quantized on request', async () => {
     const q = await startViewer(clothd.port, ['--quantize']);
     try {
-      const ws = new WebSocket(q.url.replace('http', 'ws') + 'ws');
+      const ws = new WebSocket(q.url.replace('http', 'ws') + 'ws', { origin: q.origin });
       const frame = await new Promise((resolve, reject) => {
         ws.on('message', (data, isBinary) => { if (isBinary && data.readUInt32LE(12) === cloth) resolve(data); });
         ws.once('error', reject);
