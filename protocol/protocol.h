@@ -75,6 +75,9 @@ typedef struct cd_frame_options {
 
 #define CD_FRAME_EVERY_MAX 1000u
 
+/* The longest token `auth` takes (and a token file may hold). */
+#define CD_TOKEN_MAX 1024u
+
 typedef struct cd_request {
     cd_command cmd;
     cJSON *id;          /* owned copy of the request's "id", or NULL */
@@ -106,6 +109,9 @@ typedef struct cd_request {
         struct { cd_id_list instances; float dt; } step;
         struct { cd_id_list instances; cd_frame_options options; } subscribe;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
+        /* a token of 1..CD_TOKEN_MAX bytes, NUL-terminated (strict input:
+         * it holds no NUL, no control byte, valid UTF-8) */
+        struct { char token[CD_TOKEN_MAX + 1]; size_t len; } auth;
         /* the options given (merge with cd_cloth_def_merge) */
         struct { cd_cloth_def def; uint64_t present; } set;
         struct {

@@ -509,6 +509,22 @@ static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_re
 #define parse_topology parse_nothing
 #define parse_ping parse_nothing
 
+static cd_status parse_auth(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                            cd_error *err)
+{
+    (void)lim;
+    const cJSON *item = required(obj, "token", err);
+    if (!item)
+        return err->code;
+    size_t len = cJSON_IsString(item) && item->valuestring ? strlen(item->valuestring) : 0;
+    if (len == 0 || len > CD_TOKEN_MAX)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "token: must be a non-empty string of at most %u bytes", CD_TOKEN_MAX);
+    memcpy(req->as.auth.token, item->valuestring, len + 1);
+    req->as.auth.len = len;
+    return CD_OK;
+}
+
 typedef struct command_entry {
     const char *name;
     cd_instance_rule instance;

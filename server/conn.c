@@ -376,8 +376,10 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 
 /* Closes once everything queued is written: uv_shutdown waits for queued
  * writes, and its callback closes. Nothing more is read or run. */
-static void close_after_writes(cd_conn *conn)
+void cd_conn_close_after_writes(cd_conn *conn)
 {
+    if (conn->closing || conn->draining)
+        return;
     stop_reading(conn);
     conn->in_len = 0;
     conn->draining = true;
@@ -395,7 +397,7 @@ static void fail_limit(cd_conn *conn, const char *message)
     cd_error err;
     cd_fail(&err, CD_E_LIMIT_EXCEEDED, "%s", message);
     cd_conn_send_error(conn, NULL, &err);
-    close_after_writes(conn);
+    cd_conn_close_after_writes(conn);
 }
 
 static void fail_line_too_long(cd_conn *conn)
@@ -404,7 +406,7 @@ static void fail_line_too_long(cd_conn *conn)
     cd_fail(&err, CD_E_LINE_TOO_LONG, "line: longer than the limit of %zu bytes",
             conn->server->opts.max_line);
     cd_conn_send_error(conn, NULL, &err);
-    close_after_writes(conn);
+    cd_conn_close_after_writes(conn);
 }
 
 static bool is_blank(const char *line, size_t len)
@@ -461,6 +463,8 @@ void cd_conn_process(cd_conn *conn)
         return;
     if (conn->own_batch != NULL)
         return;
+    if (conn->paused_until != 0)
+        return;
     if (conn->has_deferred) {
         cd_dispatch_result r = cd_dispatch(conn, &conn->deferred);
         if (r == CD_DISPATCH_DEFER)
@@ -472,7 +476,8 @@ void cd_conn_process(cd_conn *conn)
     const size_t max_line = conn->server->opts.max_line;
     const bool had_partial = conn->in_len > 0;
     size_t start = 0;
-    while (!conn->closing && !conn->has_deferred && conn->own_batch == NULL) {
+    while (!conn->closing && !conn->draining && !conn->has_deferred && conn->own_batch == NULL &&
+           conn->paused_until == 0) {
         char *nl = memchr(conn->in + start, '\n', conn->in_len - start);
         if (nl == NULL)
             break;
@@ -485,7 +490,7 @@ void cd_conn_process(cd_conn *conn)
         start += len + 1;
         run_line(conn, conn->in + line_start, len);
     }
-    if (conn->closing)
+    if (conn->closing || conn->draining)
         return;
     memmove(conn->in, conn->in + start, conn->in_len - start);
     conn->in_len -= start;
@@ -495,15 +500,51 @@ void cd_conn_process(cd_conn *conn)
         return;
     }
     /* Stop reading while a request waits: TCP pushes back on the client. */
-    if (conn->has_deferred || conn->own_batch != NULL)
+    if (conn->has_deferred || conn->own_batch != NULL || conn->paused_until != 0)
         stop_reading(conn);
     else if (conn->eof)
-        close_after_writes(conn); /* every complete line has run; a partial one is dropped */
+        cd_conn_close_after_writes(conn); /* every complete line has run; a partial one is dropped */
     else
         start_reading(conn);
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
+
+/* The pause timer: resumes every connection whose pause is over, then
+ * waits for the next one to end. */
+static void resume_paused(uv_timer_t *timer)
+{
+    cd_server *server = timer->data;
+    const uint64_t now = uv_now(server->loop);
+    uint64_t next = 0;
+    for (cd_conn *conn = server->conns, *after; conn != NULL; conn = after) {
+        after = conn->next;
+        if (conn->paused_until == 0 || conn->closing)
+            continue;
+        if (conn->paused_until <= now) {
+            conn->paused_until = 0;
+            cd_conn_process(conn);
+        } else if (next == 0 || conn->paused_until < next) {
+            next = conn->paused_until;
+        }
+    }
+    if (next != 0)
+        uv_timer_start(timer, resume_paused, next - now, 0);
+}
+
+void cd_conn_pause(cd_conn *conn, uint64_t ms)
+{
+    cd_server *server = conn->server;
+    const uint64_t now = uv_now(server->loop);
+    conn->paused_until = now + (ms > 0 ? ms : 1);
+    stop_reading(conn);
+    uv_timer_t *timer = &server->pause_timer;
+    if (uv_is_closing((uv_handle_t *)timer))
+        return;
+    uint64_t due = uv_timer_get_due_in(timer);
+    if (!uv_is_active((uv_handle_t *)timer) || due > ms)
+        uv_timer_start(timer, resume_paused, ms, 0);
+}
 
 void cd_conn_check_line_timeouts(uv_timer_t *timer)
 {
@@ -548,6 +589,7 @@ void cd_conn_accept(cd_server *server)
         return;
     }
     uv_tcp_nodelay(&conn->tcp, 1);
+    conn->access = cd_auth_initial_access(server);
     if (server->conn_count > server->opts.max_connections) {
         char message[96];
         snprintf(message, sizeof message, "connections: at most %u at once (--max-connections)",

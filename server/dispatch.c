@@ -613,6 +613,8 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
         cd_reply_fail(conn, req, CD_E_UNKNOWN_COMMAND, "cmd: unknown command");
         return CD_DISPATCH_DONE;
     }
+    if (!cd_auth_allows(conn, req))
+        return CD_DISPATCH_DONE;
     if (touches_busy(conn->server, req))
         return CD_DISPATCH_DEFER;
     return handlers[req->cmd](conn, req);

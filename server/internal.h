@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <uv.h>
 
@@ -23,6 +24,18 @@ typedef struct cd_server cd_server;
 typedef struct cd_conn cd_conn;
 typedef struct cd_batch cd_batch;
 typedef struct cd_event_slot cd_event_slot;
+
+/* What a connection may send (server/auth.c). */
+typedef enum cd_access_level {
+    CD_CONN_ACCESS_NONE, /* a token is configured and none was presented: only auth */
+    CD_CONN_ACCESS_READ, /* the read-only token: CD_ACCESS_READ commands */
+    CD_CONN_ACCESS_FULL,
+} cd_access_level;
+
+typedef struct cd_token {
+    char bytes[CD_TOKEN_MAX];
+    size_t len; /* 0: not configured */
+} cd_token;
 
 /* An encoded frame shared by every subscriber it is sent to. */
 typedef struct cd_frame_buf {
@@ -61,6 +74,10 @@ struct cd_conn {
     bool draining; /* closing once what is queued is written */
     bool eof;      /* the client half-closed: finish its complete lines, then close */
     uint64_t line_started; /* uv_now() when the pending partial line began; 0: none */
+    uint64_t paused_until; /* uv_now() before which nothing more is read or run; 0: none */
+
+    cd_access_level access;
+    uint32_t auth_failures; /* bad tokens presented */
     bool closing;  /* uv_close called; freed in its callback */
 
     /* A parsed request that can't run yet (its instance is being stepped,
@@ -98,6 +115,8 @@ struct cd_server {
     cd_conn *conns;
     uint32_t conn_count;
     uv_timer_t line_timer; /* runs while a connection holds a partial line */
+    uv_timer_t pause_timer; /* resumes paused connections */
+    cd_token full_token, readonly_token;
     uint8_t *busy; /* per instance slot (cd_id_index): being stepped */
     uint32_t busy_count;
     cd_batch *batches; /* step batches in flight */
@@ -126,6 +145,10 @@ enum { CD_EVENT_KIND_WIND = 1, CD_EVENT_KIND_DEBUG = 2 };
 /* Runs every complete line that can run now. */
 void cd_conn_process(cd_conn *conn);
 void cd_conn_close(cd_conn *conn);
+/* Reads and runs nothing more; closes once what is queued is written. */
+void cd_conn_close_after_writes(cd_conn *conn);
+/* Reads and runs nothing more for `ms` milliseconds (replies still go out). */
+void cd_conn_pause(cd_conn *conn, uint64_t ms);
 /* The line timer's callback: closes connections whose partial line is older
  * than --line-timeout; stops the timer when no connection holds one. */
 void cd_conn_check_line_timeouts(uv_timer_t *timer);
@@ -157,6 +180,14 @@ CD_COMMAND_MAP(CD_DECLARE_HANDLER)
 #undef CD_DECLARE_HANDLER
 /* Forgets an instance in every connection's subscriptions and slots. */
 void cd_dispatch_forget_instance(cd_server *server, cd_id instance);
+
+/* ---- auth.c ---- */
+/* Loads the tokens (files or environment) and checks the bind; false after
+ * printing why to `err` (clothd then exits 2). */
+bool cd_auth_configure(cd_server *server, FILE *err);
+cd_access_level cd_auth_initial_access(const cd_server *server);
+/* May this connection send `req`? false after replying unauthorized. */
+bool cd_auth_allows(cd_conn *conn, const cd_request *req);
 
 /* ---- stepper.c ---- */
 /* Starts a step of `ids` (all exist, none busy, count > 0). */

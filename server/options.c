@@ -78,6 +78,12 @@ static const flag_spec flags[] = {
      "client connections at once; one more is answered limit_exceeded and closed (default 128)"},
     {"--line-timeout", "SECONDS", FLAG_U32, OPT(line_timeout), 0, 1, 86400,
      "a request line must be complete this long after its first byte (default 30)"},
+    {"--token-file", "PATH", FLAG_TEXT, TEXT(token_file), 0, 0,
+     "every connection must `auth` with the token on this file's first line (or CLOTHD_TOKEN)"},
+    {"--readonly-token-file", "PATH", FLAG_TEXT, TEXT(readonly_token_file), 0, 0,
+     "a second token that allows only read-only commands (or CLOTHD_READONLY_TOKEN)"},
+    {"--insecure", "", FLAG_SWITCH, OPT(insecure), 0, 0, 0,
+     "allow a non-loopback --bind without a token"},
 };
 
 #define FLAG_COUNT (sizeof flags / sizeof flags[0])

@@ -148,10 +148,16 @@ int cd_server_run(const cd_server_options *opts)
     server.wake.data = &server;
     uv_timer_init(&loop, &server.line_timer);
     server.line_timer.data = &server;
+    uv_timer_init(&loop, &server.pause_timer);
+    server.pause_timer.data = &server;
     server.pool = cd_pool_create(opts->workers, opts->max_instances, notify_loop, &server);
     int exit_code = 1;
     if (server.world == NULL || server.busy == NULL || server.pool == NULL) {
         fprintf(stderr, "clothd: out of memory or threads at start-up\n");
+        goto shutdown;
+    }
+    if (!cd_auth_configure(&server, stderr)) {
+        exit_code = 2;
         goto shutdown;
     }
     if (listen_on(&server, opts) != 0)

@@ -22,6 +22,9 @@ typedef struct cd_server_options {
     size_t frame_budget;    /* frame bytes in flight to one client before skipping */
     uint32_t max_connections; /* client connections at once; beyond: refused */
     uint32_t line_timeout;    /* seconds a request line may take from its first byte */
+    char token_file[4096];          /* the full-access token's file, "" = CLOTHD_TOKEN or none */
+    char readonly_token_file[4096]; /* the read-only token's file, "" = CLOTHD_READONLY_TOKEN */
+    bool insecure;                  /* serve a non-loopback bind without a token */
 } cd_server_options;
 
 cd_server_options cd_default_server_options(void);

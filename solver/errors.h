@@ -15,7 +15,8 @@
     X(NOT_FOUND,        "not_found",        "no such object")                  \
     X(LIMIT_EXCEEDED,   "limit_exceeded",   "a configured limit was exceeded") \
     X(LINE_TOO_LONG,    "line_too_long",    "request line exceeds the limit")  \
-    X(INTERNAL,         "internal",         "internal error")
+    X(INTERNAL,         "internal",         "internal error")                  \
+    X(UNAUTHORIZED,     "unauthorized",     "not allowed for this connection")
 
 typedef enum cd_status {
     CD_OK = 0,
