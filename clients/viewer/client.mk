@@ -36,4 +36,5 @@ viewer: $(VIEWER_STAMP)
 # Screenshots go to $(BUILD)/artifacts/.
 viewer-test: viewer-deps $(BUILD)/clothd $(VIEWER_STAMP)
 	CLOTHD_BIN=$(abspath $(BUILD)/clothd) VIEWER_ARTIFACTS=$(abspath $(BUILD)/artifacts) node --test --test-reporter=spec \
-	  $(VIEWER_DIR)/test/frame.test.mjs $(VIEWER_DIR)/test/viewer.test.mjs $(VIEWER_DIR)/test/security.test.mjs
+	  $(VIEWER_DIR)/test/frame.test.mjs $(VIEWER_DIR)/test/viewer.test.mjs $(VIEWER_DIR)/test/security.test.mjs \
+	  $(VIEWER_DIR)/test/auth.test.mjs
