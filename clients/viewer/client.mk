@@ -1,11 +1,13 @@
 # clients/viewer/client.mk: the browser viewport (included by the top Makefile).
 #
-#   make viewer [CLOTHD=host:port] [VIEWER_PORT=8080]   relay + page against a running clothd
+#   make viewer [CLOTHD=host:port] [VIEWER_PORT=8080] [VIEWER_FLAGS='--token-file PATH …']
+#                                                       relay + page against a running clothd
 #   make viewer-test                                    clothd + viewer + headless Chromium
 
 VIEWER_DIR  := clients/viewer
 CLOTHD      ?= 127.0.0.1:7878
 VIEWER_PORT ?= 8080
+VIEWER_FLAGS ?=
 # npm writes this file at the end of every install: it is missing or older
 # than package-lock.json exactly when node_modules needs `npm ci`.
 VIEWER_STAMP := $(VIEWER_DIR)/node_modules/.package-lock.json
@@ -31,7 +33,7 @@ viewer-deps:
 	$(call install_missing,$(VIEWER_DEB))
 
 viewer: $(VIEWER_STAMP)
-	node $(VIEWER_DIR)/server.js --clothd $(CLOTHD) --port $(VIEWER_PORT)
+	node $(VIEWER_DIR)/server.js --clothd $(CLOTHD) --port $(VIEWER_PORT) $(VIEWER_FLAGS)
 
 # Screenshots go to $(BUILD)/artifacts/.
 viewer-test: viewer-deps $(BUILD)/clothd $(VIEWER_STAMP)

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { WebSocketServer } from 'ws';
-import { ClothdConnection, parseAddress } from './lib/clothd.js';
+import { ClothdConnection, loadToken, parseAddress } from './lib/clothd.js';
 import { AccessPolicy, openStatic, parseAllowHost, parseAllowOrigin, staticFile } from './lib/access.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -29,8 +29,6 @@ const POLL_MS = 1000;           // status poll (instances created / destroyed el
 const WS_HIGH_WATER = 1 << 20;  // a browser socket holding more than this is "slow"
 const GET_BUDGET = 100000;      // particles re-read by `get` per poll for pins/colliders
 const STALE_MS = 5000;          // an idle instance's `get` is re-read this often (pins moved elsewhere)
-const TOKEN_MIN = 16;           // clothd's bounds on a token (bytes)
-const TOKEN_MAX = 1024;
 // Browser messages that change the simulation: never forwarded with a
 // read-only token.
 const WRITES = new Set(['wind', 'debug']);
@@ -103,34 +101,6 @@ export function parseArgs(argv) {
   }
   parseAddress(opts.clothd); // fails early on a malformed address
   return opts;
-}
-
-// The token the relay presents to clothd: the first line of --token-file
-// (trailing CR/LF stripped), else CLOTHD_TOKEN, else none (null). Throws
-// with a message naming the source when it cannot be a clothd token.
-export function loadToken(opts, env = process.env) {
-  let token;
-  let source;
-  if (opts.tokenFile !== null && opts.tokenFile !== undefined) {
-    source = `--token-file ${opts.tokenFile}`;
-    let text;
-    try {
-      text = fs.readFileSync(opts.tokenFile, 'utf8');
-    } catch (err) {
-      throw new Error(`${source}: cannot read it (${err.code ?? err.message})`);
-    }
-    token = text.split('\n')[0].replace(/\r+$/, '');
-  } else if (env.CLOTHD_TOKEN !== undefined && env.CLOTHD_TOKEN !== '') {
-    source = 'CLOTHD_TOKEN';
-    token = env.CLOTHD_TOKEN.replace(/[\r\n]+$/, '');
-  } else {
-    return null;
-  }
-  const bytes = Buffer.byteLength(token);
-  if (bytes < TOKEN_MIN || bytes > TOKEN_MAX) {
-    throw new Error(`${source}: the token must be ${TOKEN_MIN} to ${TOKEN_MAX} bytes on one line, not ${bytes}`);
-  }
-  return token;
 }
 
 const MIME = {
@@ -666,7 +636,7 @@ async function main() {
     return;
   }
   try {
-    opts.token = loadToken(opts);
+    opts.token = loadToken(opts.tokenFile);
   } catch (err) {
     console.error(`viewer: ${err.message}`);
     process.exit(2);

@@ -3,6 +3,7 @@
 // viewer's relay (and its test) need, nothing more; clients/node/ is the full
 // client.
 
+import fs from 'node:fs';
 import net from 'node:net';
 import { EventEmitter } from 'node:events';
 
@@ -35,6 +36,37 @@ export function parseAddress(text, defaultHost = '127.0.0.1', defaultPort = 7878
   const port = portText === undefined ? defaultPort : Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad port in "${s}"`);
   return { host: host || defaultHost, port };
+}
+
+const TOKEN_MIN = 16; // clothd's bounds on a token (bytes)
+const TOKEN_MAX = 1024;
+
+// The token to present to clothd: the first line of tokenFile (trailing
+// CR/LF stripped), else CLOTHD_TOKEN, else none (null). Throws with a
+// message naming the source when it cannot be a clothd token.
+export function loadToken(tokenFile, env = process.env) {
+  let token;
+  let source;
+  if (tokenFile !== null && tokenFile !== undefined) {
+    source = `--token-file ${tokenFile}`;
+    let text;
+    try {
+      text = fs.readFileSync(tokenFile, 'utf8');
+    } catch (err) {
+      throw new Error(`${source}: cannot read it (${err.code ?? err.message})`);
+    }
+    token = text.split('\n')[0].replace(/\r+$/, '');
+  } else if (env.CLOTHD_TOKEN !== undefined && env.CLOTHD_TOKEN !== '') {
+    source = 'CLOTHD_TOKEN';
+    token = env.CLOTHD_TOKEN.replace(/[\r\n]+$/, '');
+  } else {
+    return null;
+  }
+  const bytes = Buffer.byteLength(token);
+  if (bytes < TOKEN_MIN || bytes > TOKEN_MAX) {
+    throw new Error(`${source}: the token must be ${TOKEN_MIN} to ${TOKEN_MAX} bytes on one line, not ${bytes}`);
+  }
+  return token;
 }
 
 // One TCP connection to clothd.

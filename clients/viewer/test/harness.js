@@ -62,8 +62,8 @@ export function startClothd(port = 0, extra = []) {
 // The relay, on a free port; `origin` is its own page's origin.
 export function startViewer(clothdPort, extra = [], env = process.env) {
   return startProcess(process.execPath, [path.join(VIEWER_DIR, 'server.js'), '--clothd', `127.0.0.1:${clothdPort}`, '--port', '0', ...extra],
-    /^viewer: (http:\/\/127\.0\.0\.1:(\d+)\/)$/, 'viewer server', env)
-    .then((p) => ({ ...p, url: p.match[1], port: Number(p.match[2]), origin: p.match[1].slice(0, -1) }));
+    /^viewer: (http:\/\/(\S+):(\d+)\/)$/, 'viewer server', env)
+    .then((p) => ({ ...p, url: p.match[1], port: Number(p.match[3]), origin: p.match[1].slice(0, -1) }));
 }
 
 export async function stop(child) {
@@ -88,9 +88,9 @@ export async function waitFor(what, fn, timeoutMs = 10000, everyMs = 50) {
 
 // A GET with exactly this request target (no normalisation: "..", "%2f"
 // reach the server as written) and these headers; resolves {status, body, headers}.
-export function httpGet(port, target, headers = {}) {
+export function httpGet(port, target, headers = {}, address = '127.0.0.1') {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: target, method: 'GET', headers, setHost: !('Host' in headers) }, (res) => {
+    const req = http.request({ host: address, port, path: target, method: 'GET', headers, setHost: !('Host' in headers) }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d) => { body += d; });
@@ -104,10 +104,10 @@ export function httpGet(port, target, headers = {}) {
 // Opens a WebSocket to the relay with these headers (Origin among them).
 // Resolves {ws, hello} once the relay's hello arrives, or {status, body}
 // when the handshake is refused.
-export function openSocket(port, { origin, host, path: p = '/ws' } = {}) {
+export function openSocket(port, { origin, host, path: p = '/ws', address = '127.0.0.1' } = {}) {
   const headers = {};
   if (host !== undefined) headers.Host = host;
-  const ws = new WebSocket(`ws://127.0.0.1:${port}${p}`, { origin, headers });
+  const ws = new WebSocket(`ws://${address}:${port}${p}`, { origin, headers });
   return new Promise((resolve, reject) => {
     ws.once('unexpected-response', (req, res) => {
       let body = '';

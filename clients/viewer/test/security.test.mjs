@@ -10,10 +10,15 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
   CLOTHD_BIN, httpGet, launchChromium, openSocket, sleep, startClothd, startViewer, stop, waitFor,
 } from './harness.js';
+
+// One of this machine's non-loopback IPv4 addresses, if it has one.
+const EXTERNAL = Object.values(os.networkInterfaces()).flat()
+  .find((i) => i && i.family === 'IPv4' && !i.internal && !i.address.startsWith('127.'))?.address ?? null;
 
 // A page on another origin that tries to drive the relay, as a web page the
 // user happens to visit could: open its WebSocket, set the global wind,
@@ -188,6 +193,42 @@ describe('the relay answers only its own page', { timeout: 60000 }, () => {
       const plain = await openSocket(v.port, { origin: 'http://viewer.example.com', host: 'viewer.example.com' });
       assert.equal(plain.hello?.type, 'hello');
       plain.ws.close();
+    } finally {
+      await stop(v.child);
+    }
+  });
+
+  it('on one non-loopback address: that address only, no loopback aliases', { skip: EXTERNAL ? false : 'this machine has no non-loopback IPv4 address' }, async () => {
+    const v = await startViewer(clothd.port, ['--host', EXTERNAL]);
+    try {
+      assert.equal(v.url, `http://${EXTERNAL}:${v.port}/`);
+      const get = (host) => httpGet(v.port, '/api/state', { Host: host }, EXTERNAL);
+      assert.equal((await get(`${EXTERNAL}:${v.port}`)).status, 200);
+      for (const host of [`localhost:${v.port}`, `127.0.0.1:${v.port}`, `rebind.test:${v.port}`]) assert.equal((await get(host)).status, 403, host);
+      const ok = await openSocket(v.port, { address: EXTERNAL, origin: v.origin });
+      assert.equal(ok.hello?.type, 'hello');
+      ok.ws.close();
+      assert.equal((await openSocket(v.port, { address: EXTERNAL, origin: `http://localhost:${v.port}` })).status, 403);
+    } finally {
+      await stop(v.child);
+    }
+  });
+
+  it('on every address (0.0.0.0): the machine\'s own addresses and the loopback names', async () => {
+    const v = await startViewer(clothd.port, ['--host', '0.0.0.0']);
+    try {
+      const hosts = [`127.0.0.1:${v.port}`, `localhost:${v.port}`, `[::1]:${v.port}`];
+      if (EXTERNAL) hosts.push(`${EXTERNAL}:${v.port}`);
+      for (const host of hosts) assert.equal((await httpGet(v.port, '/api/state', { Host: host })).status, 200, host);
+      for (const host of [`rebind.test:${v.port}`, `0.0.0.0:${v.port}`, `198.51.100.254:${v.port}`]) {
+        assert.equal((await httpGet(v.port, '/api/state', { Host: host })).status, 403, host);
+      }
+      if (EXTERNAL) {
+        const ok = await openSocket(v.port, { origin: `http://${EXTERNAL}:${v.port}` });
+        assert.equal(ok.hello?.type, 'hello');
+        ok.ws.close();
+      }
+      assert.equal((await openSocket(v.port, { origin: `http://rebind.test:${v.port}` })).status, 403);
     } finally {
       await stop(v.child);
     }
