@@ -174,7 +174,7 @@ export class Viewer {
       listenHost: this.opts.host, address, port, allowHosts: this.opts.allowHosts ?? [], allowOrigins: this.opts.allowOrigins ?? [],
     });
     const host = this.opts.host.includes(':') ? `[${this.opts.host}]` : this.opts.host;
-    this.url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}/`;
+    this.url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}/`;
     this.port = port;
     this.#connectClothd();
     return this.url;
