@@ -48,12 +48,12 @@ cd_status cd_json_int(const cJSON *item, const char *label, int64_t min, int64_t
 static void describe_range(char *buf, size_t cap, const cd_float_range *r)
 {
     if (r->has_min && r->has_max)
-        snprintf(buf, cap, " in %c%g, %g%c", r->min_open ? '(' : '[', r->min, r->max,
+        snprintf(buf, cap, " in %c%.15g, %.15g%c", r->min_open ? '(' : '[', r->min, r->max,
                  r->max_open ? ')' : ']');
     else if (r->has_min)
-        snprintf(buf, cap, " %s %g", r->min_open ? ">" : ">=", r->min);
+        snprintf(buf, cap, " %s %.15g", r->min_open ? ">" : ">=", r->min);
     else if (r->has_max)
-        snprintf(buf, cap, " %s %g", r->max_open ? "<" : "<=", r->max);
+        snprintf(buf, cap, " %s %.15g", r->max_open ? "<" : "<=", r->max);
     else
         buf[0] = '\0';
 }
@@ -365,44 +365,76 @@ void cd_json_quote_safe(char *dst, size_t cap, const char *s)
     dst[o] = '\0';
 }
 
-/* ---- field tables ---- */
+/* ---- option tables ---- */
 
-cd_status cd_json_read_fields(const cJSON *obj, const cd_field_spec *specs, size_t count,
-                              void *base, uint64_t *present, cd_error *err)
+cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *base,
+                         cd_error *err)
+{
+    void *dst = (unsigned char *)base + spec->offset;
+    switch (spec->kind) {
+    case CD_OPTION_INT: {
+        int64_t v;
+        cd_status st = cd_json_int(item, spec->name, (int64_t)spec->min, (int64_t)spec->max, &v,
+                                   err);
+        if (st == CD_OK) {
+            int32_t v32 = (int32_t)v;
+            memcpy(dst, &v32, sizeof v32);
+        }
+        return st;
+    }
+    case CD_OPTION_FLOAT: {
+        const cd_float_range range = {.min = spec->min,
+                                      .max = spec->max,
+                                      .min_open = spec->min_open,
+                                      .max_open = spec->max_open,
+                                      .has_min = true,
+                                      .has_max = true};
+        return cd_json_float(item, spec->name, &range, dst, err);
+    }
+    case CD_OPTION_VEC3:
+        return cd_json_vec3(item, spec->name, dst, err);
+    case CD_OPTION_POINT: {
+        cd_vec3 v;
+        cd_status st = cd_json_vec3(item, spec->name, &v, err);
+        if (st != CD_OK)
+            return st;
+        if (!cd_vec3_in_world(v))
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "%s: outside the world box (|x|, |y|, |z| <= %g m)", spec->name,
+                           (double)CD_WORLD_EXTENT);
+        memcpy(dst, &v, sizeof v);
+        return CD_OK;
+    }
+    case CD_OPTION_DIRECTION:
+        return cd_json_direction(item, spec->name, dst, err);
+    case CD_OPTION_BOOL:
+        return cd_json_bool(item, spec->name, dst, err);
+    case CD_OPTION_WIND_MODEL: {
+        for (int m = 0; cJSON_IsString(item) && cd_wind_model_name(m) != NULL; m++) {
+            if (strcmp(item->valuestring, cd_wind_model_name(m)) == 0) {
+                cd_wind_model v = (cd_wind_model)m;
+                memcpy(dst, &v, sizeof v);
+                return CD_OK;
+            }
+        }
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be \"%s\" or \"%s\"", spec->name,
+                       cd_wind_model_name(CD_WIND_AERO), cd_wind_model_name(CD_WIND_CONSTANT));
+    }
+    }
+    return cd_fail(err, CD_E_INTERNAL, "%s: unknown option kind", spec->name);
+}
+
+cd_status cd_json_read_options(const cJSON *obj, const cd_option_spec *specs, size_t count,
+                               void *base, uint64_t *present, cd_error *err)
 {
     assert(count <= 64);
     uint64_t seen = 0;
     for (size_t i = 0; i < count; i++) {
-        const cd_field_spec *f = &specs[i];
-        const cJSON *item = cd_json_member(obj, f->name);
+        const cJSON *item = cd_json_member(obj, specs[i].name);
         if (!item)
             continue;
         seen |= (uint64_t)1 << i;
-        void *dst = (unsigned char *)base + f->offset;
-        cd_status st = CD_OK;
-        switch (f->kind) {
-        case FIELD_INT32: {
-            int64_t v;
-            st = cd_json_int(item, f->name, f->imin, f->imax, &v, err);
-            if (st == CD_OK) {
-                int32_t v32 = (int32_t)v;
-                memcpy(dst, &v32, sizeof v32);
-            }
-            break;
-        }
-        case FIELD_FLOAT:
-            st = cd_json_float(item, f->name, &f->range, dst, err);
-            break;
-        case FIELD_VEC3:
-            st = cd_json_vec3(item, f->name, dst, err);
-            break;
-        case FIELD_DIRECTION:
-            st = cd_json_direction(item, f->name, dst, err);
-            break;
-        case FIELD_BOOL:
-            st = cd_json_bool(item, f->name, dst, err);
-            break;
-        }
+        cd_status st = cd_json_option(item, &specs[i], base, err);
         if (st != CD_OK)
             return st;
     }

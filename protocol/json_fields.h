@@ -72,42 +72,23 @@ cd_status cd_json_index_array(const cJSON *item, const char *label, uint32_t max
 cd_status cd_json_vec3_array(const cJSON *item, const char *label, uint32_t max_list,
                              cd_vec3 **out, uint32_t *count, cd_error *err);
 
-/* ---- field tables ---- */
+/* ---- option tables (solver/options_table.h) ---- */
 
-typedef enum cd_field_kind {
-    FIELD_INT32,     /* int32_t, range imin..imax */
-    FIELD_FLOAT,     /* float, range `range` */
-    FIELD_VEC3,      /* cd_vec3, finite */
-    FIELD_DIRECTION, /* cd_vec3, non-zero, normalised */
-    FIELD_BOOL,      /* bool */
-} cd_field_kind;
+/* Reads one row's value from `item` into the struct at `base`, with the
+ * row's kind and range: "thickness: must be a number in [0, 1000]",
+ * "position: outside the world box (...)", "windModel: must be \"aero\"
+ * or \"constant\"". */
+cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *base,
+                         cd_error *err);
 
-typedef struct cd_field_spec {
-    const char *name;
-    cd_field_kind kind;
-    size_t offset; /* in the struct being filled */
-    int64_t imin, imax;
-    cd_float_range range;
-} cd_field_spec;
+/* Reads every present row of `specs` (at most 64) from `obj` into `base`;
+ * absent rows keep the value already there (the default). Bit i of
+ * *present (when not NULL) tells that specs[i] was given. The first fault
+ * in row order is reported. */
+cd_status cd_json_read_options(const cJSON *obj, const cd_option_spec *specs, size_t count,
+                               void *base, uint64_t *present, cd_error *err);
 
-#define CD_INT_FIELD(type, member, wire, lo, hi)                                        \
-    {.name = wire, .kind = FIELD_INT32, .offset = offsetof(type, member), .imin = lo, .imax = hi}
-#define CD_FLOAT_FIELD(type, member, wire, r)                                             \
-    {.name = wire, .kind = FIELD_FLOAT, .offset = offsetof(type, member), .range = r}
-#define CD_VEC3_FIELD(type, member, wire, k)                                              \
-    {.name = wire, .kind = k, .offset = offsetof(type, member)}
-#define CD_BOOL_FIELD(type, member, wire)                                                 \
-    {.name = wire, .kind = FIELD_BOOL, .offset = offsetof(type, member)}
-
-#define RANGE_UNIT {.min = 0, .max = 1, .has_min = true, .has_max = true}
 #define RANGE_POSITIVE {.min = 0, .min_open = true, .has_min = true}
-#define RANGE_NON_NEGATIVE {.min = 0, .has_min = true}
-
-/* Reads every present field of `specs` (at most 64) from `obj` into `base`;
- * absent fields keep the value already there (the default). Bit i of
- * *present (when not NULL) tells that specs[i] was given. */
-cd_status cd_json_read_fields(const cJSON *obj, const cd_field_spec *specs, size_t count,
-                              void *base, uint64_t *present, cd_error *err);
 
 /* Copies `s` into `dst` (capacity `cap` >= 4) for quoting inside a message:
  * valid UTF-8 is kept, control characters, quotes, backslashes and invalid

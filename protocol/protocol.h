@@ -47,6 +47,7 @@ typedef struct cd_limits {
     uint64_t max_step_work;
 } cd_limits;
 
+/* max_particles 262144, max_list 1000000, max_step_work 16777216 (2^24). */
 cd_limits cd_default_limits(void);
 
 /* An error with a message that names the offending field. */
@@ -58,6 +59,11 @@ typedef struct cd_error {
 /* Formats into err (printf-style); returns code for `return cd_fail(...)`. */
 cd_status cd_fail(cd_error *err, cd_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The solver's fault (cd_field_fault) as an error: "field: reason", and
+ * for a server-wide limit the flag that sets it: " (--max-instances)",
+ * " (--max-total-particles)", " (--max-step-work)". Returns code. */
+cd_status cd_fail_fault(cd_error *err, cd_status code, const cd_field_fault *fault);
 
 /* A list of ids ("instances"). `all` when the field was absent and the
  * command means "every instance" (step, subscribe, unsubscribe). */

@@ -22,6 +22,7 @@
 /* Defaults of cd_default_limits(); the server's flags override them. */
 #define DEFAULT_MAX_PARTICLES 262144u
 #define DEFAULT_MAX_LIST 1000000u
+#define DEFAULT_MAX_STEP_WORK 16777216u /* 2^24 particle-iterations per step */
 
 /* The largest particle count whose frame length still fits the u32 length
  * field: (2^32 - 1 - 40) / 12. Applies whatever the configured limit. */
@@ -72,22 +73,21 @@ cd_status cd_fail(cd_error *err, cd_status code, const char *fmt, ...)
     return code;
 }
 
-cd_limits cd_default_limits(void)
+cd_status cd_fail_fault(cd_error *err, cd_status code, const cd_field_fault *fault)
 {
-    return (cd_limits){.max_particles = DEFAULT_MAX_PARTICLES, .max_list = DEFAULT_MAX_LIST};
+    const char *flag = fault->kind == CD_FAULT_INSTANCES         ? " (--max-instances)"
+                       : fault->kind == CD_FAULT_TOTAL_PARTICLES ? " (--max-total-particles)"
+                       : fault->kind == CD_FAULT_STEP_WORK       ? " (--max-step-work)"
+                                                                 : "";
+    return cd_fail(err, code, "%s: %s%s", fault->field, fault->reason, flag);
 }
 
-/* ---- field tables ------------------------------------------------------- */
-
-static const cd_field_spec collider_fields[] = {
-    CD_VEC3_FIELD(cd_collider_def, position, "position", FIELD_VEC3),
-    CD_VEC3_FIELD(cd_collider_def, normal, "normal", FIELD_DIRECTION),
-    CD_FLOAT_FIELD(cd_collider_def, radius, "radius", RANGE_NON_NEGATIVE),
-    CD_FLOAT_FIELD(cd_collider_def, height, "height", RANGE_NON_NEGATIVE),
-    CD_FLOAT_FIELD(cd_collider_def, friction, "friction", RANGE_NON_NEGATIVE),
-    CD_FLOAT_FIELD(cd_collider_def, static_friction, "staticFriction", RANGE_NON_NEGATIVE),
-    CD_FLOAT_FIELD(cd_collider_def, coupling, "coupling", RANGE_UNIT),
-};
+cd_limits cd_default_limits(void)
+{
+    return (cd_limits){.max_particles = DEFAULT_MAX_PARTICLES,
+                       .max_list = DEFAULT_MAX_LIST,
+                       .max_step_work = DEFAULT_MAX_STEP_WORK};
+}
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -280,13 +280,6 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     cd_cloth_def def = cd_default_cloth_def();
     if ((st = cd_parse_cloth_options(obj, false, &def, NULL, err)) != CD_OK)
         return st;
-    /* Parallel axes would lay particles on top of each other. Both are unit
-     * vectors here, so the cross product's length is the sine between them. */
-    float cx = def.right.y * def.down.z - def.right.z * def.down.y;
-    float cy = def.right.z * def.down.x - def.right.x * def.down.z;
-    float cz = def.right.x * def.down.y - def.right.y * def.down.x;
-    if (cx * cx + cy * cy + cz * cz < 1e-6f)
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "down: must not be parallel to right");
     uint64_t particles = (uint64_t)def.width * (uint64_t)def.height;
     uint32_t limit = lim->max_particles < FRAME_MAX_PARTICLES ? lim->max_particles
                                                               : FRAME_MAX_PARTICLES;
@@ -294,6 +287,14 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
         return cd_fail(err, CD_E_LIMIT_EXCEEDED,
                        "width, height: %" PRIu64 " particles exceed the limit of %" PRIu32,
                        particles, limit);
+    /* The solver's own check, for what the fields alone do not tell: the
+     * axes must span a plane, the grid must lie in the world box. */
+    cd_field_fault fault;
+    if ((st = cd_cloth_def_check(&def, &fault)) != CD_OK)
+        return cd_fail_fault(err, st, &fault);
+    if ((st = cd_step_work_check(particles, def.substeps, def.solver_iterations,
+                                 lim->max_step_work, &fault)) != CD_OK)
+        return cd_fail_fault(err, st, &fault);
     req->as.create.def = def;
     return CD_OK;
 }
@@ -338,9 +339,8 @@ static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_r
     if (st != CD_OK)
         return st;
     cd_collider_def def = cd_default_collider_def((cd_collider_type)type);
-    def.type = (cd_collider_type)type;
-    if ((st = cd_json_read_fields(obj, collider_fields, COUNT_OF(collider_fields), &def, NULL,
-                                  err)) != CD_OK)
+    if ((st = cd_json_read_options(obj, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, &def,
+                                   NULL, err)) != CD_OK)
         return st;
     /* Static friction defaults to the kinetic one. */
     if (!cd_json_member(obj, "staticFriction"))
@@ -366,14 +366,21 @@ static cd_status parse_move_collider(const cJSON *obj, const cd_limits *lim, cd_
     const cJSON *normal = cd_json_member(obj, "normal");
     if (!position && !normal)
         return cd_fail(err, CD_E_INVALID_ARGUMENT, "position: required unless \"normal\" is given");
+    /* The rows of addCollider's position and normal, read into a scratch
+     * collider (the rows' offsets are into cd_collider_def). */
+    cd_collider_def moved = cd_default_collider_def(CD_COLLIDER_SPHERE);
     if (position) {
-        if ((st = cd_json_vec3(position, "position", &req->as.move_collider.position, err)))
+        if ((st = cd_json_option(position, &cd_collider_option_specs[CD_COLLIDER_OPT_POSITION],
+                                 &moved, err)))
             return st;
+        req->as.move_collider.position = moved.position;
         req->as.move_collider.has_position = true;
     }
     if (normal) {
-        if ((st = cd_json_direction(normal, "normal", &req->as.move_collider.normal, err)))
+        if ((st = cd_json_option(normal, &cd_collider_option_specs[CD_COLLIDER_OPT_NORMAL], &moved,
+                                 err)))
             return st;
+        req->as.move_collider.normal = moved.normal;
         req->as.move_collider.has_normal = true;
     }
     return CD_OK;
@@ -606,6 +613,85 @@ void cd_request_free(cd_request *req)
     req->id = NULL;
 }
 
+/* ---- strict input ------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at p (1..4, within `avail` bytes), or
+ * 0 when it is invalid: overlong forms, surrogates, beyond U+10FFFF, cut. */
+static size_t utf8_length(const unsigned char *p, size_t avail)
+{
+    const unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (avail < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* The byte-level rules a line must keep before it is parsed at all, so
+ * that nothing invalid can reach a reply (an echoed "id") or be cut short
+ * in a C string: UTF-8 throughout; between tokens no control byte but TAB
+ * and CR; inside strings no raw control byte at all and no \u0000 escape
+ * (\\u0000, an escaped backslash before "u0000", is fine). */
+static cd_status check_strict_input(const char *line, size_t len, cd_error *err)
+{
+    const unsigned char *p = (const unsigned char *)line;
+    bool in_string = false;
+    for (size_t i = 0; i < len;) {
+        const unsigned char c = p[i];
+        if (c >= 0x80) {
+            size_t n = utf8_length(p + i, len - i);
+            if (n == 0)
+                return cd_fail(err, CD_E_PARSE_ERROR, "invalid UTF-8 at byte %zu", i);
+            i += n;
+            continue;
+        }
+        if (c < 0x20) {
+            if (in_string)
+                return cd_fail(err, CD_E_PARSE_ERROR,
+                               "raw control byte 0x%02x inside a string at byte %zu (escape it)",
+                               c, i);
+            if (c != '\t' && c != '\r')
+                return cd_fail(err, CD_E_PARSE_ERROR, "raw control byte 0x%02x at byte %zu", c,
+                               i);
+        } else if (c == '"') {
+            in_string = !in_string;
+        } else if (c == '\\' && in_string) {
+            /* An escape: the next byte is taken with it, so an escaped
+             * quote or backslash is never read as a delimiter. */
+            if (i + 5 < len && p[i + 1] == 'u' && p[i + 2] == '0' && p[i + 3] == '0' &&
+                p[i + 4] == '0' && p[i + 5] == '0')
+                return cd_fail(err, CD_E_PARSE_ERROR,
+                               "\\u0000 (NUL) inside a string at byte %zu", i);
+            if (i + 1 < len && p[i + 1] < 0x20)
+                return cd_fail(err, CD_E_PARSE_ERROR,
+                               "raw control byte 0x%02x inside a string at byte %zu (escape it)",
+                               p[i + 1], i + 1);
+            i += i + 1 < len && p[i + 1] < 0x80 ? 2 : 1;
+            continue;
+        }
+        i++;
+    }
+    return CD_OK;
+}
+
 static bool is_json_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -672,6 +758,9 @@ cd_status cd_request_parse(const char *line, size_t len, const cd_limits *limits
 
     if (!line || len == 0)
         return cd_fail(err, CD_E_PARSE_ERROR, "not valid JSON (empty line)");
+    cd_status strict = check_strict_input(line, len, err);
+    if (strict != CD_OK)
+        return strict;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
     if (!root) {

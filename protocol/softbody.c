@@ -51,37 +51,12 @@ static cd_status read_given_mesh(const cJSON *obj, const cd_limits *lim, cd_tet_
         return cd_fail(err, CD_E_INVALID_ARGUMENT,
                        "tetrahedra: %" PRIu32 " indices is not a multiple of 4", ni);
 
-    cd_mesh_fault fault;
-    if (cd_tet_mesh_validate(mesh->vertices, nv, tets, mesh->tet_count, &fault) == CD_OK)
+    cd_mesh_fault mf;
+    if (cd_tet_mesh_validate(mesh->vertices, nv, tets, mesh->tet_count, &mf) == CD_OK)
         return CD_OK;
-    switch (fault.kind) {
-    case CD_MESH_TOO_FEW_VERTICES:
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "vertices: at least 4 required, got %" PRIu32,
-                       nv);
-    case CD_MESH_NO_TETRAHEDRA:
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "tetrahedra: at least one required");
-    case CD_MESH_BAD_VERTEX:
-        return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                       "vertices[%" PRIu32 "]: outside the world box (|x|, |y|, |z| <= %g m)",
-                       fault.index, (double)CD_WORLD_EXTENT);
-    case CD_MESH_INDEX_OUT_OF_RANGE:
-        return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                       "tetrahedra[%" PRIu32 "]: index %" PRIu32 " out of range (%" PRIu32
-                       " vertices)",
-                       fault.index, tets[fault.index], nv);
-    case CD_MESH_DEGENERATE_TET:
-        return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                       "tetrahedra: tetrahedron %" PRIu32 " is degenerate (zero volume)",
-                       fault.index);
-    case CD_MESH_INVERTED_TET:
-        return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                       "tetrahedra: tetrahedron %" PRIu32
-                       " is inverted (negative volume); swap two of its indices",
-                       fault.index);
-    case CD_MESH_OK:
-        break;
-    }
-    return cd_fail(err, CD_E_INVALID_ARGUMENT, "tetrahedra: invalid mesh");
+    cd_field_fault fault;
+    cd_mesh_fault_describe(&mf, tets, nv, &fault);
+    return cd_fail_fault(err, CD_E_INVALID_ARGUMENT, &fault);
 }
 
 static cd_status read_int3(const cJSON *obj, const char *name, int64_t lo, int64_t hi,
@@ -110,12 +85,17 @@ typedef struct shape_params {
     int32_t resolution;
 } shape_params;
 
-static const cd_field_spec shape_fields[] = {
-    CD_VEC3_FIELD(shape_params, size, "size", FIELD_VEC3),
-    CD_VEC3_FIELD(shape_params, origin, "origin", FIELD_VEC3),
-    CD_VEC3_FIELD(shape_params, center, "center", FIELD_VEC3),
-    CD_FLOAT_FIELD(shape_params, radius, "radius", RANGE_POSITIVE),
-    CD_INT_FIELD(shape_params, resolution, "resolution", 2, 48),
+/* The generators' parameters, as option rows (not the solver's options:
+ * they shape the mesh and are gone once it is built). */
+#define SHAPE_ROW(member, wire, kind_, lo, hi, lo_open)                                      \
+    {.name = wire, .kind = kind_, .offset = offsetof(shape_params, member), .min = lo,      \
+     .max = hi, .min_open = lo_open}
+static const cd_option_spec shape_fields[] = {
+    SHAPE_ROW(size, "size", CD_OPTION_VEC3, 0, 0, false),
+    SHAPE_ROW(origin, "origin", CD_OPTION_VEC3, 0, 0, false),
+    SHAPE_ROW(center, "center", CD_OPTION_VEC3, 0, 0, false),
+    SHAPE_ROW(radius, "radius", CD_OPTION_FLOAT, 0, CD_WORLD_EXTENT, true),
+    SHAPE_ROW(resolution, "resolution", CD_OPTION_INT, 2, 48, false),
 };
 
 static cd_status generate_mesh(const cJSON *obj, const cJSON *shape, cd_tet_mesh *mesh,
@@ -123,7 +103,7 @@ static cd_status generate_mesh(const cJSON *obj, const cJSON *shape, cd_tet_mesh
 {
     shape_params p = {.size = {1, 1, 1}, .origin = {0, 0, 0}, .center = {0, 0, 0},
                       .radius = 0.5f, .resolution = 6};
-    cd_status st = cd_json_read_fields(obj, shape_fields,
+    cd_status st = cd_json_read_options(obj, shape_fields,
                                        sizeof shape_fields / sizeof shape_fields[0], &p, NULL,
                                        err);
     if (st != CD_OK)
@@ -165,5 +145,11 @@ cd_status cd_parse_softbody(const cJSON *obj, const cd_limits *lim, cd_request *
         st = cd_fail(err, CD_E_LIMIT_EXCEEDED,
                      "shape: %" PRIu32 " particles exceed the limit of %" PRIu32,
                      mesh->vertex_count, lim->max_particles);
+    cd_field_fault fault;
+    const cd_cloth_def *def = &req->as.create.def;
+    if (st == CD_OK && cd_step_work_check(mesh->vertex_count, def->substeps,
+                                          def->solver_iterations, lim->max_step_work,
+                                          &fault) != CD_OK)
+        st = cd_fail_fault(err, CD_E_LIMIT_EXCEEDED, &fault);
     return st;
 }

@@ -25,6 +25,15 @@ void cd_reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const c
     cd_conn_send_error(conn, req->id, &err);
 }
 
+/* The solver's fault, as it words it (cd_fail_fault adds a limit's flag). */
+static void reply_fault(cd_conn *conn, const cd_request *req, cd_status code,
+                        const cd_field_fault *fault)
+{
+    cd_error err;
+    cd_fail_fault(&err, code, fault);
+    cd_conn_send_error(conn, req->id, &err);
+}
+
 static void reply_ok(cd_conn *conn, const cd_request *req)
 {
     cd_conn_send_reply(conn, cd_reply_ok(req->id));
@@ -127,28 +136,12 @@ cd_dispatch_result cd_cmd_create(cd_conn *conn, const cd_request *req)
     const cd_cloth_def *def = &req->as.create.def;
     const bool soft = req->as.create.type == CD_INSTANCE_SOFTBODY;
     cd_id id = 0;
-    cd_status st = soft ? cd_world_create_softbody(world, &req->as.create.mesh, def, &id)
-                        : cd_world_create_cloth(world, def, &id);
-    if (st == CD_E_LIMIT_EXCEEDED && cd_world_count(world) >= conn->server->opts.max_instances) {
-        cd_reply_fail(conn, req, st, "instance: at most %u instances (--max-instances)",
-                   conn->server->opts.max_instances);
-        return CD_DISPATCH_DONE;
-    }
-    if (st == CD_E_LIMIT_EXCEEDED) {
-        unsigned long long n = soft ? req->as.create.mesh.vertex_count
-                                    : (unsigned long long)def->width * (unsigned long long)def->height;
-        cd_reply_fail(conn, req, st, "%s: %llu particles exceed the limit of %u",
-                   soft ? "vertices" : "width, height", n, conn->server->opts.max_particles);
-        return CD_DISPATCH_DONE;
-    }
-    if (st == CD_E_INVALID_ARGUMENT) {
-        /* The parser checked every field; what is left is the layout. */
-        cd_reply_fail(conn, req, st, "origin: the cloth reaches outside the world box "
-                                  "(|x|, |y|, |z| <= %g m)", (double)CD_WORLD_EXTENT);
-        return CD_DISPATCH_DONE;
-    }
+    cd_field_fault fault;
+    cd_status st = soft ? cd_world_create_softbody_ex(world, &req->as.create.mesh, def, &id, &fault)
+                        : cd_world_create_cloth_ex(world, def, &id, &fault);
     if (st != CD_OK) {
-        cd_reply_fail(conn, req, st, "create: %s", cd_status_message(st));
+        /* The solver names the field and says why. */
+        reply_fault(conn, req, st, &fault);
         return CD_DISPATCH_DONE;
     }
     cd_instance_info info;
@@ -298,8 +291,14 @@ cd_dispatch_result cd_cmd_add_collider(cd_conn *conn, const cd_request *req)
         if (def.attachment == 0)
             return CD_DISPATCH_DONE;
     }
+    cd_field_fault fault;
+    cd_status st = cd_collider_def_check(&def, &fault);
+    if (st != CD_OK) {
+        reply_fault(conn, req, st, &fault);
+        return CD_DISPATCH_DONE;
+    }
     cd_id collider = 0;
-    cd_status st = cd_instance_add_collider(inst, &def, &collider);
+    st = cd_instance_add_collider(inst, &def, &collider);
     if (st == CD_E_LIMIT_EXCEEDED) {
         cd_reply_fail(conn, req, st, "collider: at most %d colliders per instance",
                    CD_MAX_COLLIDERS);
@@ -357,8 +356,10 @@ cd_dispatch_result cd_cmd_set(cd_conn *conn, const cd_request *req)
         return CD_DISPATCH_DONE;
     cd_cloth_def def = cd_instance_def(inst);
     cd_cloth_def_merge(&def, &req->as.set.def, req->as.set.present);
-    if (cd_instance_configure(inst, &def) != CD_OK) {
-        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT, "set: the options do not fit together");
+    cd_field_fault fault;
+    cd_status st = cd_instance_configure_ex(inst, &def, &fault);
+    if (st != CD_OK) {
+        reply_fault(conn, req, st, &fault);
         return CD_DISPATCH_DONE;
     }
     reply_ok(conn, req);

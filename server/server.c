@@ -135,13 +135,16 @@ int cd_server_run(const cd_server_options *opts)
     server.opts = *opts;
     server.limits = cd_default_limits();
     server.limits.max_particles = opts->max_particles;
+    server.limits.max_step_work = opts->max_step_work;
 
     uv_loop_t loop;
     if (uv_loop_init(&loop) != 0)
         return 1;
     server.loop = &loop;
     cd_world_def wdef = {.max_instances = opts->max_instances,
-                         .max_particles = opts->max_particles};
+                         .max_particles = opts->max_particles,
+                         .max_total_particles = opts->max_total_particles,
+                         .max_step_work = opts->max_step_work};
     server.world = cd_world_create(&wdef);
     server.busy = calloc(opts->max_instances + 1u, 1);
     uv_async_init(&loop, &server.wake, on_wake);

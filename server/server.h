@@ -17,6 +17,8 @@ typedef struct cd_server_options {
     unsigned workers;       /* worker threads */
     uint32_t max_instances; /* live instances at most */
     uint32_t max_particles; /* particles per instance at most */
+    uint32_t max_total_particles; /* particles of all live instances at most */
+    uint32_t max_step_work; /* particles x substeps x iterations of one instance at most */
     size_t max_line;        /* bytes in one request line at most */
     size_t max_output;      /* replies queued to one client at most; beyond: closed */
     size_t frame_budget;    /* frame bytes in flight to one client before skipping */

@@ -96,6 +96,7 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
     const uint32_t n = w * h;
 
     inst->type = CD_INSTANCE_CLOTH;
+    inst->max_self_distance = def->spacing;
     inst->width = def->width;
     inst->height = def->height;
     if (!cd_instance_alloc(inst, n, cloth_constraint_count(w, h)))

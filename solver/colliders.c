@@ -6,25 +6,14 @@
 #include "internal.h"
 #include "vec3.h"
 
-static bool in_range(float v, float lo, float hi)
-{
-    return v >= lo && v <= hi; /* false for NaN */
-}
-
+/* The fields against their rows (cd_collider_def_check, options.c), then
+ * the attachment, which only the instance can check. */
 static bool collider_def_is_valid(const cd_instance *inst, const cd_collider_def *def)
 {
-    if (def->type != CD_COLLIDER_SPHERE && def->type != CD_COLLIDER_CAPSULE &&
-        def->type != CD_COLLIDER_PLANE)
+    if (cd_collider_def_check(def, NULL) != CD_OK)
         return false;
-    if (def->attachment != 0 &&
-        (def->attachment > CD_MAX_TRANSFORMS ||
-         inst->transforms[def->attachment - 1].name[0] == '\0'))
-        return false;
-    return cd_vec3_is_valid(def->position) && cd_vec3_is_valid(def->normal) &&
-           cd_v3_length(def->normal) > 0.0f && cd_float_is_valid(def->radius) &&
-           def->radius >= 0.0f && cd_float_is_valid(def->height) && def->height >= 0.0f &&
-           in_range(def->friction, 0, 1e3f) && in_range(def->static_friction, 0, 1e3f) &&
-           in_range(def->coupling, 0, 1);
+    return def->attachment == 0 || (def->attachment <= CD_MAX_TRANSFORMS &&
+                                     inst->transforms[def->attachment - 1].name[0] != '\0');
 }
 
 static cd_collider *find_collider(cd_instance *inst, cd_id id)
@@ -105,7 +94,7 @@ cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_
     cd_collider *c = find_collider(inst, collider);
     if (c == NULL)
         return CD_E_NOT_FOUND;
-    if ((position && !cd_vec3_is_valid(*position)) ||
+    if ((position && !cd_vec3_in_world(*position)) ||
         (normal && (!cd_vec3_is_valid(*normal) || !(cd_v3_length(*normal) > 0.0f))))
         return CD_E_INVALID_ARGUMENT;
     if (position)

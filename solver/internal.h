@@ -85,6 +85,8 @@ struct cd_instance {
     cd_instance_type type;
     int32_t width, height;
     cd_cloth_def def; /* layout and live options */
+    uint64_t max_step_work; /* the world's, for cd_instance_configure (0: none) */
+    float max_self_distance; /* cloth: the spacing; soft body: its shortest edge */
 
     uint32_t particle_count;
     float *pos;          /* 3 * particle_count */
@@ -186,7 +188,11 @@ void cd_stage_guard_restore(cd_instance *inst);
 bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def);
 /* Applies the live options of `def` (already validated). */
 void cd_apply_options(cd_instance *inst, const cd_cloth_def *def);
-bool cd_options_are_valid(const cd_cloth_def *def);
+/* selfDistance at most `bound` (the spacing, or a soft body's shortest
+ * edge): beyond it every particle would reach most of its neighbourhood and
+ * self-collision's work would grow with selfDistance. */
+cd_status cd_self_distance_check(float self_distance, float bound, bool cloth,
+                                 cd_field_fault *fault);
 /* Rest-shape position of a particle (in the instance's own frame: for
  * tether distances) and its world position at creation. */
 cd_vec3 cd_rest_position(const cd_instance *inst, uint32_t particle);

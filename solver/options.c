@@ -1,36 +1,333 @@
-/* The live options of an instance: how the seed's stiffness and the XPBD
- * seed's compliance map onto the constraint groups, masses, and the checks
- * shared by create and configure. */
+/* The options of an instance and of a collider: the table of
+ * options_table.h as data, the defaults and checks it defines, and how the
+ * seed's stiffness and the XPBD seed's compliance map onto the constraint
+ * groups and masses. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "internal.h"
 #include "vec3.h"
 
 #define CD_SHEAR_FACTOR 0.8f /* the seed: shear stiffness is 0.8 x stiffness */
 
-static bool in_range(float v, float lo, float hi)
+/* ---- the table as data ---- */
+
+#define CD_ENDS_CLOSED 0u
+#define CD_ENDS_OPEN_MIN 1u
+#define CD_ENDS_OPEN_MAX 2u
+#define CD_DEFAULTS(...) {__VA_ARGS__}
+
+#define CD_OPTION_ROW(type, ID, member_, wire, kind_, min_, max_, ends, def, flags_)               \
+    {.name = wire,                                                                                 \
+     .kind = CD_OPTION_##kind_,                                                                    \
+     .offset = offsetof(type, member_),                                                            \
+     .min = (min_),                                                                                \
+     .max = (max_),                                                                                \
+     .min_open = (CD_ENDS_##ends & CD_ENDS_OPEN_MIN) != 0,                                         \
+     .max_open = (CD_ENDS_##ends & CD_ENDS_OPEN_MAX) != 0,                                         \
+     .flags = (flags_),                                                                            \
+     .defaults = CD_DEFAULTS def},
+#define CD_CLOTH_ROW(...) CD_OPTION_ROW(cd_cloth_def, __VA_ARGS__)
+#define CD_COLLIDER_ROW(...) CD_OPTION_ROW(cd_collider_def, __VA_ARGS__)
+
+const cd_option_spec cd_cloth_option_specs[CD_OPT_COUNT] = {CD_CLOTH_OPTION_MAP(CD_CLOTH_ROW)};
+const cd_option_spec cd_collider_option_specs[CD_COLLIDER_OPT_COUNT] = {
+    CD_COLLIDER_OPTION_MAP(CD_COLLIDER_ROW)};
+
+/* Every member of the row's kind has the size the kind says. */
+#define CD_CHECK_SIZE(type, ID, member, wire, kind, min, max, ends, def, flags)                    \
+    _Static_assert(sizeof(((type *)0)->member) == CD_KIND_SIZE_##kind, #member " has its kind's size");
+#define CD_KIND_SIZE_INT sizeof(int32_t)
+#define CD_KIND_SIZE_FLOAT sizeof(float)
+#define CD_KIND_SIZE_VEC3 sizeof(cd_vec3)
+#define CD_KIND_SIZE_POINT sizeof(cd_vec3)
+#define CD_KIND_SIZE_DIRECTION sizeof(cd_vec3)
+#define CD_KIND_SIZE_BOOL sizeof(bool)
+#define CD_KIND_SIZE_WIND_MODEL sizeof(cd_wind_model)
+#define CD_CHECK_CLOTH(...) CD_CHECK_SIZE(cd_cloth_def, __VA_ARGS__)
+#define CD_CHECK_COLLIDER(...) CD_CHECK_SIZE(cd_collider_def, __VA_ARGS__)
+CD_CLOTH_OPTION_MAP(CD_CHECK_CLOTH)
+CD_COLLIDER_OPTION_MAP(CD_CHECK_COLLIDER)
+
+size_t cd_option_size(const cd_option_spec *spec)
 {
-    return v >= lo && v <= hi; /* false for NaN */
+    switch (spec->kind) {
+    case CD_OPTION_INT: return sizeof(int32_t);
+    case CD_OPTION_FLOAT: return sizeof(float);
+    case CD_OPTION_VEC3:
+    case CD_OPTION_POINT:
+    case CD_OPTION_DIRECTION: return sizeof(cd_vec3);
+    case CD_OPTION_BOOL: return sizeof(bool);
+    case CD_OPTION_WIND_MODEL: return sizeof(cd_wind_model);
+    }
+    return 0;
 }
 
-bool cd_options_are_valid(const cd_cloth_def *def)
+const char *cd_wind_model_name(int model)
 {
-    const float inf = INFINITY;
-    return cd_float_is_valid(def->mass) && def->mass > 0.0f && in_range(def->stiffness, 0, 1) &&
-           in_range(def->bend_stiffness, 0, 1) && in_range(def->damping, 0, 1) &&
-           def->solver_iterations >= 1 && def->solver_iterations <= 256 &&
-           cd_vec3_is_valid(def->gravity) &&
-           (def->stretch_compliance == CD_UNSET || in_range(def->stretch_compliance, 0, 1e9f)) &&
-           (def->bend_compliance == CD_UNSET || in_range(def->bend_compliance, 0, 1e9f)) &&
-           def->substeps >= 1 && def->substeps <= 64 &&
-           (def->velocity_retention == CD_UNSET ||
-            (def->velocity_retention > 0.0f && def->velocity_retention <= 1.0f)) &&
-           in_range(def->thickness, 0, 1e3f) && def->particle_mass > 0.0f &&
-           def->particle_mass < inf && (def->wind_model == CD_WIND_AERO ||
-                                        def->wind_model == CD_WIND_CONSTANT) &&
-           in_range(def->air_density, 0, 1e4f) && in_range(def->drag, 0, 1e3f) &&
-           in_range(def->lift, 0, 1e3f) && in_range(def->tether_scale, 1, 1e3f) &&
-           in_range(def->sleep_threshold, 0, 1e3f) && in_range(def->self_distance, 0, 1e3f) &&
-           in_range(def->volume_stiffness, 0, 1) &&
-           (def->volume_compliance == CD_UNSET || in_range(def->volume_compliance, 0, 1e9f));
+    return model == CD_WIND_AERO ? "aero" : model == CD_WIND_CONSTANT ? "constant" : NULL;
+}
+
+void cd_describe_range(char *buf, size_t cap, bool integer, double min, double max,
+                       bool min_open, bool max_open)
+{
+    const char *what = integer ? "an integer" : "a number";
+    if (integer && max >= (double)INT32_MAX)
+        snprintf(buf, cap, "%s %s %.15g", what, min_open ? ">" : ">=", min);
+    else
+        snprintf(buf, cap, "%s in %c%.15g, %.15g%c", what, min_open ? '(' : '[', min, max,
+                 max_open ? ')' : ']');
+}
+
+void cd_option_describe(const cd_option_spec *spec, char *buf, size_t cap)
+{
+    cd_describe_range(buf, cap, spec->kind == CD_OPTION_INT, spec->min, spec->max, spec->min_open,
+                      spec->max_open);
+}
+
+bool cd_option_in_range(const cd_option_spec *spec, double v)
+{
+    if (spec->min_open ? !(v > spec->min) : !(v >= spec->min))
+        return false;
+    return spec->max_open ? v < spec->max : v <= spec->max;
+}
+
+/* Writes the row's default into the struct at `base`. */
+static void write_default(void *base, const cd_option_spec *spec)
+{
+    unsigned char *dst = (unsigned char *)base + spec->offset;
+    const double *d = spec->defaults;
+    switch (spec->kind) {
+    case CD_OPTION_INT: {
+        int32_t v = (int32_t)d[0];
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case CD_OPTION_FLOAT: {
+        float v = (float)d[0];
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case CD_OPTION_VEC3:
+    case CD_OPTION_POINT:
+    case CD_OPTION_DIRECTION: {
+        cd_vec3 v = {(float)d[0], (float)d[1], (float)d[2]};
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case CD_OPTION_BOOL: {
+        bool v = d[0] != 0.0;
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case CD_OPTION_WIND_MODEL: {
+        cd_wind_model v = (cd_wind_model)(int)d[0];
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    }
+}
+
+cd_cloth_def cd_default_cloth_def(void)
+{
+    cd_cloth_def def;
+    memset(&def, 0, sizeof def);
+    for (int i = 0; i < CD_OPT_COUNT; i++)
+        write_default(&def, &cd_cloth_option_specs[i]);
+    return def;
+}
+
+cd_collider_def cd_default_collider_def(cd_collider_type type)
+{
+    cd_collider_def def;
+    memset(&def, 0, sizeof def);
+    for (int i = 0; i < CD_COLLIDER_OPT_COUNT; i++)
+        write_default(&def, &cd_collider_option_specs[i]);
+    def.type = type;
+    def.attachment = 0;
+    return def;
+}
+
+/* ---- checks ---- */
+
+static cd_status set_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
+                           const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static cd_status set_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
+                           const char *field, const char *fmt, ...)
+{
+    if (fault == NULL)
+        return code;
+    fault->kind = kind;
+    snprintf(fault->field, sizeof fault->field, "%s", field);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fault->reason, sizeof fault->reason, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* One row of the struct at `base`. */
+static cd_status check_row(const void *base, const cd_option_spec *spec, cd_field_fault *fault)
+{
+    const unsigned char *src = (const unsigned char *)base + spec->offset;
+    char range[96];
+    switch (spec->kind) {
+    case CD_OPTION_INT: {
+        int32_t v;
+        memcpy(&v, src, sizeof v);
+        if (cd_option_in_range(spec, (double)v))
+            return CD_OK;
+        cd_option_describe(spec, range, sizeof range);
+        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name, "must be %s",
+                         range);
+    }
+    case CD_OPTION_FLOAT: {
+        float v;
+        memcpy(&v, src, sizeof v);
+        if ((spec->flags & CD_OPTION_UNSET_OK) && v == CD_UNSET)
+            return CD_OK;
+        if (!cd_float_is_valid(v))
+            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                             "must be finite");
+        if (cd_option_in_range(spec, (double)v))
+            return CD_OK;
+        cd_option_describe(spec, range, sizeof range);
+        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name, "must be %s",
+                         range);
+    }
+    case CD_OPTION_VEC3:
+    case CD_OPTION_POINT:
+    case CD_OPTION_DIRECTION: {
+        cd_vec3 v;
+        memcpy(&v, src, sizeof v);
+        if (!cd_vec3_is_valid(v))
+            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                             "must be an array of 3 finite numbers");
+        if (spec->kind == CD_OPTION_POINT && !cd_vec3_in_world(v))
+            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                             "outside the world box (|x|, |y|, |z| <= %g m)",
+                             (double)CD_WORLD_EXTENT);
+        if (spec->kind == CD_OPTION_DIRECTION && v.x == 0.0f && v.y == 0.0f && v.z == 0.0f)
+            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                             "must not be zero-length");
+        return CD_OK;
+    }
+    case CD_OPTION_BOOL:
+        return CD_OK;
+    case CD_OPTION_WIND_MODEL: {
+        cd_wind_model v;
+        memcpy(&v, src, sizeof v);
+        if (cd_wind_model_name((int)v) != NULL)
+            return CD_OK;
+        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                         "must be \"aero\" or \"constant\"");
+    }
+    }
+    return CD_OK;
+}
+
+/* The rows of `specs` whose flags have none of `skip`. */
+static cd_status check_rows(const void *base, const cd_option_spec *specs, int count,
+                            unsigned skip, cd_field_fault *fault)
+{
+    for (int i = 0; i < count; i++) {
+        if (specs[i].flags & skip)
+            continue;
+        cd_status st = check_row(base, &specs[i], fault);
+        if (st != CD_OK)
+            return st;
+    }
+    return CD_OK;
+}
+
+/* Non-zero and not parallel: otherwise particles would coincide. Both are
+ * normalised first, so the cross product's length is the sine between them. */
+static bool axes_span_a_plane(cd_vec3 right, cd_vec3 down)
+{
+    cd_vec3 zero = cd_v3(0, 0, 0);
+    cd_vec3 r = cd_v3_normalize_or(right, zero), d = cd_v3_normalize_or(down, zero);
+    return cd_v3_length(cd_v3_cross(r, d)) > 1e-3f;
+}
+
+/* True when every particle of the grid starts inside the instability
+ * guard's box: a cloth laid out beyond it would trip the guard on every
+ * step and could never be simulated. The grid is affine, so its corners
+ * bound it; they are computed as cd_cloth_build computes positions. */
+static bool grid_in_world(const cd_cloth_def *def)
+{
+    const cd_vec3 right = cd_v3_normalize_or(def->right, cd_v3(1, 0, 0));
+    const cd_vec3 down = cd_v3_normalize_or(def->down, cd_v3(0, -1, 0));
+    const float xs[2] = {0.0f, (float)(def->width - 1) * def->spacing};
+    const float ys[2] = {0.0f, (float)(def->height - 1) * def->spacing};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            cd_vec3 p = cd_v3_add(def->origin,
+                                  cd_v3_add(cd_v3_scale(right, xs[i]), cd_v3_scale(down, ys[j])));
+            if (!cd_vec3_in_world(p))
+                return false;
+        }
+    return true;
+}
+
+cd_status cd_cloth_options_check(const cd_cloth_def *def, cd_field_fault *fault)
+{
+    return check_rows(def, cd_cloth_option_specs, CD_OPT_COUNT, CD_OPTION_LAYOUT | CD_OPTION_ALIAS,
+                      fault);
+}
+
+cd_status cd_self_distance_check(float self_distance, float bound, bool cloth,
+                                 cd_field_fault *fault)
+{
+    if (self_distance <= bound)
+        return CD_OK;
+    return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "selfDistance",
+                     "must be at most the %s (%g m)",
+                     cloth ? "spacing" : "shortest edge of the mesh", (double)bound);
+}
+
+cd_status cd_cloth_def_check(const cd_cloth_def *def, cd_field_fault *fault)
+{
+    cd_status st = check_rows(def, cd_cloth_option_specs, CD_OPT_COUNT, CD_OPTION_ALIAS, fault);
+    if (st == CD_OK)
+        st = cd_self_distance_check(def->self_distance, def->spacing, true, fault);
+    if (st != CD_OK)
+        return st;
+    if (!axes_span_a_plane(def->right, def->down))
+        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT, "down",
+                         "must not be parallel to right");
+    if (!grid_in_world(def))
+        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT, "origin",
+                         "the cloth reaches outside the world box (|x|, |y|, |z| <= %g m)",
+                         (double)CD_WORLD_EXTENT);
+    return CD_OK;
+}
+
+cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *fault)
+{
+    if (def->type != CD_COLLIDER_SPHERE && def->type != CD_COLLIDER_CAPSULE &&
+        def->type != CD_COLLIDER_PLANE)
+        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "type",
+                         "unknown collider type %d", (int)def->type);
+    return check_rows(def, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, 0, fault);
+}
+
+cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t iterations,
+                             uint64_t limit, cd_field_fault *fault)
+{
+    const uint64_t s = substeps > 0 ? (uint64_t)substeps : 0;
+    const uint64_t it = iterations > 0 ? (uint64_t)iterations : 0;
+    /* At most 2^32 x 64 x 256 = 2^46 for valid options: no overflow. */
+    const uint64_t work = particles * s * it;
+    if (limit == 0 || work <= limit)
+        return CD_OK;
+    return set_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_STEP_WORK, "substeps, iterations",
+                     "%" PRIu64 " particles x %" PRIu64 " substeps x %" PRIu64
+                     " iterations = %" PRIu64 " exceeds the step work limit of %" PRIu64,
+                     particles, s, it, work, limit);
 }
 
 /* Real masses (1/kg): compliance is then in metres per newton. Cloth
@@ -87,14 +384,28 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
     cd_instance_wake(inst);
 }
 
-cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def)
+cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
+                                   cd_field_fault *fault)
 {
-    if (!cd_options_are_valid(def))
-        return CD_E_INVALID_ARGUMENT;
+    cd_status st = cd_cloth_options_check(def, fault);
+    if (st == CD_OK)
+        st = cd_self_distance_check(def->self_distance, inst->max_self_distance,
+                                    inst->type == CD_INSTANCE_CLOTH, fault);
+    if (st == CD_OK)
+        st = cd_step_work_check(inst->particle_count, def->substeps, def->solver_iterations,
+                                inst->max_step_work, fault);
+    if (st != CD_OK)
+        return st;
     if (def->self_distance > 0.0f && !cd_self_collision_reserve(inst))
-        return CD_E_INTERNAL;
+        return set_fault(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "selfDistance",
+                         "out of memory for self-collision's buffers");
     cd_apply_options(inst, def);
     return CD_OK;
+}
+
+cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def)
+{
+    return cd_instance_configure_ex(inst, def, NULL);
 }
 
 cd_cloth_def cd_instance_def(const cd_instance *inst)

@@ -3,6 +3,7 @@
  * stay empty), one volume constraint per tetrahedron, and the mass spread
  * by tetrahedron volume (each tet gives a quarter of its share to each of
  * its vertices). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,11 +49,13 @@ bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_clot
     memcpy(inst->prev, mesh->vertices, sizeof(float) * 3u * n);
     memcpy(inst->rest, mesh->vertices, sizeof(float) * 3u * n);
 
+    inst->max_self_distance = INFINITY;
     for (uint32_t e = 0; e < edge_count; e++) {
         uint32_t a = edges[2 * e], b = edges[2 * e + 1];
         float rest = cd_v3_length(cd_v3_sub(cd_v3_load(&inst->rest[3 * b]),
                                             cd_v3_load(&inst->rest[3 * a])));
         inst->constraints[e] = (cd_distance){.a = a, .b = b, .rest = rest, .lambda = 0.0f};
+        inst->max_self_distance = rest < inst->max_self_distance ? rest : inst->max_self_distance;
     }
     free(edges);
     inst->groups[CD_GROUP_STRETCH] = (cd_group){.begin = 0, .end = edge_count};
@@ -80,5 +83,8 @@ bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_clot
     inst->def.down = cd_v3(0, -1, 0);
     cd_apply_options(inst, options);
     inst->enabled = true;
-    return options->self_distance <= 0.0f || cd_self_collision_reserve(inst);
+    /* selfDistance beyond the shortest edge is refused by the caller
+     * (cd_world_create_softbody_ex) before any buffer is reserved. */
+    return options->self_distance <= 0.0f || options->self_distance > inst->max_self_distance ||
+           cd_self_collision_reserve(inst);
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "options_table.h"
 
 #define CD_VERSION_STRING "0.1.0"
 
@@ -95,8 +96,49 @@ typedef struct cd_cloth_def {
 
 /* The seed's defaults: 10x10, spacing 0.1, mass 1, stiffness 0.9, bend 0.5,
  * damping 0.01, 4 iterations, right (1,0,0), down (0,-1,0), g (0,-9.81,0);
- * and for the rest see PROTOCOL.md ("create"). */
+ * and for the rest see PROTOCOL.md ("create"). They are the default column
+ * of CD_CLOTH_OPTION_MAP (options_table.h). */
 cd_cloth_def cd_default_cloth_def(void);
+
+/* What a check found wrong, for the host to report: the wire name of the
+ * field and why, in words ("thickness" / "must be a number in [0, 1000]").
+ * `kind` tells the limits apart, so that a host can name its own setting
+ * for them (clothd adds its flag: "(--max-instances)"). */
+typedef enum cd_fault_kind {
+    CD_FAULT_NONE = 0,
+    CD_FAULT_FIELD,           /* a field outside its row's range: invalid_argument */
+    CD_FAULT_LAYOUT,          /* parallel axes, a grid outside the world box */
+    CD_FAULT_MESH,            /* a soft body's mesh (cd_tet_mesh_validate) */
+    CD_FAULT_PARTICLES,       /* particles per instance: limit_exceeded */
+    CD_FAULT_INSTANCES,       /* live instances: limit_exceeded */
+    CD_FAULT_TOTAL_PARTICLES, /* particles of all live instances: limit_exceeded */
+    CD_FAULT_STEP_WORK,       /* particles x substeps x iterations: limit_exceeded */
+    CD_FAULT_COLLIDERS,       /* colliders per instance: limit_exceeded */
+    CD_FAULT_MEMORY,          /* out of memory: internal */
+} cd_fault_kind;
+
+typedef struct cd_field_fault {
+    cd_fault_kind kind;
+    char field[48];   /* wire name(s): "thickness", "width, height", "tetrahedra[7]" */
+    char reason[168]; /* one line, without the field's name */
+} cd_field_fault;
+
+/* Checks every field of `def` against its row (options_table.h), then the
+ * layout: right and down must span a plane ("down: must not be parallel
+ * to right"), and the grid must lie inside the world box ("origin: the
+ * cloth reaches outside the world box (...)"). CD_OK, or
+ * CD_E_INVALID_ARGUMENT with *fault (may be NULL) naming the first field
+ * at fault in table order. */
+cd_status cd_cloth_def_check(const cd_cloth_def *def, cd_field_fault *fault);
+/* The same for the live options only (not the layout rows): what a soft
+ * body and cd_instance_configure read. */
+cd_status cd_cloth_options_check(const cd_cloth_def *def, cd_field_fault *fault);
+/* The work one step asks for: particles x substeps x iterations. Over
+ * `limit` (0: no limit): CD_E_LIMIT_EXCEEDED, fault "substeps, iterations":
+ * "262144 particles x 64 substeps x 256 iterations = 4294967296 exceeds
+ * the step work limit of 16777216". */
+cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t iterations,
+                             uint64_t limit, cd_field_fault *fault);
 
 typedef enum cd_collider_type {
     CD_COLLIDER_SPHERE = 0,
@@ -126,6 +168,11 @@ typedef struct cd_collider_impulse {
 } cd_collider_impulse;
 
 cd_collider_def cd_default_collider_def(cd_collider_type type);
+/* Checks a collider's type and every field against its row
+ * (CD_COLLIDER_OPTION_MAP): a position outside the world box, a radius
+ * over 1e5 m, ... The attachment is the instance's to check. CD_OK or
+ * CD_E_INVALID_ARGUMENT with *fault (may be NULL). */
+cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *fault);
 
 /* ---- soft bodies ---- */
 
@@ -164,6 +211,10 @@ typedef struct cd_mesh_fault {
 /* Checks a user mesh; on CD_E_INVALID_ARGUMENT *fault says what and where. */
 cd_status cd_tet_mesh_validate(const float *vertices, uint32_t vertex_count,
                                const uint32_t *tets, uint32_t tet_count, cd_mesh_fault *fault);
+/* A mesh fault of cd_tet_mesh_validate in words, as CD_FAULT_MESH:
+ * "tetrahedra[7]" / "index 99 out of range (8 vertices)". */
+void cd_mesh_fault_describe(const cd_mesh_fault *mf, const uint32_t *tets,
+                            uint32_t vertex_count, cd_field_fault *fault);
 
 /* The seed's SoftBodyDescriptor defaults: mass 5, stiffness 0.8,
  * volumeStiffness 0.9, damping 0.02, 8 iterations; 2 substeps (measured);
@@ -175,6 +226,11 @@ cd_cloth_def cd_default_softbody_options(void);
 typedef struct cd_world_def {
     uint32_t max_instances; /* live instances at most, 1..65535 */
     uint32_t max_particles; /* particles per instance at most */
+    /* particles of all live instances together at most; 0: no limit */
+    uint64_t max_total_particles;
+    /* particles x substeps x iterations of one instance at most, checked
+     * when it is created or configured (never during a step); 0: no limit */
+    uint64_t max_step_work;
 } cd_world_def;
 
 cd_world_def cd_default_world_def(void);
@@ -213,17 +269,31 @@ void cd_world_destroy(cd_world *world); /* NULL is fine */
  * instability guard would stop every step), CD_E_LIMIT_EXCEEDED for too
  * many instances or particles, CD_E_INTERNAL for out of memory. */
 cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id);
+/* The same; on failure *fault (may be NULL) names the field and why: a
+ * field or the layout (invalid_argument, cd_cloth_def_check), then
+ * "width, height" over max_particles or over max_total_particles,
+ * "substeps, iterations" over max_step_work, "instance" over
+ * max_instances (limit_exceeded), in that order. */
+cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_id *out_id,
+                                   cd_field_fault *fault);
 /* A soft body from a validated mesh (copied) and its options (the layout
  * fields of `options` are ignored). Edge constraints use the stretch group,
  * one volume constraint per tetrahedron, mass spread by tetrahedron
  * volume. Same errors as cd_world_create_cloth. */
 cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
                                    const cd_cloth_def *options, cd_id *out_id);
+/* The same with a fault, as cd_world_create_cloth_ex; the particles'
+ * field is "vertices". */
+cd_status cd_world_create_softbody_ex(cd_world *world, const cd_tet_mesh *mesh,
+                                      const cd_cloth_def *options, cd_id *out_id,
+                                      cd_field_fault *fault);
 cd_status cd_world_destroy_instance(cd_world *world, cd_id id);
 
 /* NULL for a null, stale or never-issued id. */
 cd_instance *cd_world_get(const cd_world *world, cd_id id);
 uint32_t cd_world_count(const cd_world *world);
+/* Particles of all live instances. */
+uint64_t cd_world_total_particles(const cd_world *world);
 /* Writes up to `cap` live ids in slot order; returns how many are live. */
 uint32_t cd_world_list(const cd_world *world, cd_id *ids, uint32_t cap);
 
@@ -264,6 +334,11 @@ cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle);
 /* The live options: everything of `def` but the layout (width, height,
  * spacing, origin, right, down), which is ignored. Wakes the instance. */
 cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def);
+/* The same; on failure *fault (may be NULL) names the field: a field
+ * outside its row (invalid_argument), or "substeps, iterations" over the
+ * world's max_step_work (limit_exceeded). A failed call changes nothing. */
+cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
+                                   cd_field_fault *fault);
 /* The instance's current options (and its layout). */
 cd_cloth_def cd_instance_def(const cd_instance *inst);
 

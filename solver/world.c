@@ -1,6 +1,9 @@
 /* The world: instance handles (slot + generation), the instance table and
  * the server-wide wind. Slots are handed out oldest-freed first so that a
  * destroyed id stays invalid for as long as possible. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -15,6 +18,7 @@ typedef struct cd_slot {
 
 struct cd_world {
     cd_world_def def;
+    uint64_t total_particles; /* of the live instances */
     cd_slot *slots;      /* def.max_instances + 1 entries; slot 0 is null */
     uint16_t *free_fifo; /* free slot indices, oldest freed first */
     uint32_t free_head;
@@ -22,55 +26,6 @@ struct cd_world {
     uint32_t live;
     cd_vec3 global_wind;
 };
-
-cd_cloth_def cd_default_cloth_def(void)
-{
-    return (cd_cloth_def){
-        .width = 10,
-        .height = 10,
-        .spacing = 0.1f,
-        .mass = 1.0f,
-        .stiffness = 0.9f,
-        .bend_stiffness = 0.5f,
-        .damping = 0.01f,
-        .origin = {0.0f, 0.0f, 0.0f},
-        .right = {1.0f, 0.0f, 0.0f},
-        .down = {0.0f, -1.0f, 0.0f},
-        .gravity = {0.0f, -9.81f, 0.0f},
-        .solver_iterations = 4,
-        .stretch_compliance = CD_UNSET,
-        .bend_compliance = CD_UNSET,
-        .substeps = 1,
-        .velocity_retention = CD_UNSET,
-        .thickness = 0.0f,
-        .particle_mass = 0.05f,
-        .wind_model = CD_WIND_AERO,
-        .air_density = 1.225f,
-        .drag = 1.0f,
-        .lift = 0.5f,
-        .tethers = true,
-        .tether_scale = 1.0f,
-        .sleep_threshold = 0.01f,
-        .self_distance = 0.0f,
-        .volume_stiffness = 0.9f,
-        .volume_compliance = CD_UNSET,
-    };
-}
-
-cd_collider_def cd_default_collider_def(cd_collider_type type)
-{
-    return (cd_collider_def){
-        .type = type,
-        .position = {0.0f, 0.0f, 0.0f},
-        .normal = {0.0f, 1.0f, 0.0f},
-        .radius = 0.5f,
-        .height = 1.0f,
-        .friction = 0.0f,
-        .static_friction = 0.0f,
-        .coupling = 0.0f,
-        .attachment = 0,
-    };
-}
 
 cd_world_def cd_default_world_def(void)
 {
@@ -128,42 +83,6 @@ static cd_id make_id(uint32_t slot, uint16_t generation)
     return ((cd_id)generation << 16) | slot;
 }
 
-/* Non-zero and not parallel: otherwise particles would coincide. */
-static bool axes_span_a_plane(cd_vec3 right, cd_vec3 down)
-{
-    cd_vec3 zero = cd_v3(0, 0, 0);
-    cd_vec3 r = cd_v3_normalize_or(right, zero), d = cd_v3_normalize_or(down, zero);
-    return cd_v3_length(cd_v3_cross(r, d)) > 1e-3f;
-}
-
-/* True when every particle of the grid starts inside the instability
- * guard's box: a cloth laid out beyond it would trip the guard on every
- * step and could never be simulated. The grid is affine, so its corners
- * bound it; they are computed as cd_cloth_build computes positions. */
-static bool grid_in_world(const cd_cloth_def *def)
-{
-    const cd_vec3 right = cd_v3_normalize_or(def->right, cd_v3(1, 0, 0));
-    const cd_vec3 down = cd_v3_normalize_or(def->down, cd_v3(0, -1, 0));
-    const float xs[2] = {0.0f, (float)(def->width - 1) * def->spacing};
-    const float ys[2] = {0.0f, (float)(def->height - 1) * def->spacing};
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
-            cd_vec3 p = cd_v3_add(def->origin,
-                                  cd_v3_add(cd_v3_scale(right, xs[i]), cd_v3_scale(down, ys[j])));
-            if (!cd_vec3_in_world(p))
-                return false;
-        }
-    return true;
-}
-
-static bool cloth_def_is_valid(const cd_cloth_def *def)
-{
-    return def->width >= 2 && def->height >= 2 && cd_float_is_valid(def->spacing) &&
-           def->spacing > 0.0f && cd_vec3_is_valid(def->origin) && cd_vec3_is_valid(def->right) &&
-           cd_vec3_is_valid(def->down) && axes_span_a_plane(def->right, def->down) &&
-           grid_in_world(def) && cd_options_are_valid(def);
-}
-
 /* Takes a free slot for `inst` (already built); the caller checked that
  * one is free. */
 static cd_id place_instance(cd_world *world, cd_instance *inst)
@@ -173,27 +92,153 @@ static cd_id place_instance(cd_world *world, cd_instance *inst)
     world->free_count--;
     world->slots[slot].instance = inst;
     world->live++;
+    world->total_particles += inst->particle_count;
     inst->id = make_id(slot, world->slots[slot].generation);
     return inst->id;
 }
 
-cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id)
+static cd_status world_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
+                             const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static cd_status world_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
+                             const char *field, const char *fmt, ...)
+{
+    if (fault == NULL)
+        return code;
+    fault->kind = kind;
+    snprintf(fault->field, sizeof fault->field, "%s", field);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fault->reason, sizeof fault->reason, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void cd_mesh_fault_describe(const cd_mesh_fault *mf, const uint32_t *tets,
+                            uint32_t vertex_count, cd_field_fault *fault)
+{
+    if (fault == NULL)
+        return;
+    char field[48];
+    const cd_status bad = CD_E_INVALID_ARGUMENT;
+    switch (mf->kind) {
+    case CD_MESH_TOO_FEW_VERTICES:
+        world_fault(fault, bad, CD_FAULT_MESH, "vertices", "at least 4 required, got %" PRIu32,
+                    vertex_count);
+        return;
+    case CD_MESH_NO_TETRAHEDRA:
+        world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra", "at least one required");
+        return;
+    case CD_MESH_BAD_VERTEX:
+        snprintf(field, sizeof field, "vertices[%" PRIu32 "]", mf->index);
+        world_fault(fault, bad, CD_FAULT_MESH, field,
+                    "outside the world box (|x|, |y|, |z| <= %g m)", (double)CD_WORLD_EXTENT);
+        return;
+    case CD_MESH_INDEX_OUT_OF_RANGE:
+        snprintf(field, sizeof field, "tetrahedra[%" PRIu32 "]", mf->index);
+        world_fault(fault, bad, CD_FAULT_MESH, field,
+                    "index %" PRIu32 " out of range (%" PRIu32 " vertices)", tets[mf->index],
+                    vertex_count);
+        return;
+    case CD_MESH_DEGENERATE_TET:
+        world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra",
+                    "tetrahedron %" PRIu32 " is degenerate (zero volume)", mf->index);
+        return;
+    case CD_MESH_INVERTED_TET:
+        world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra",
+                    "tetrahedron %" PRIu32 " is inverted (negative volume); swap two of its indices",
+                    mf->index);
+        return;
+    case CD_MESH_OK:
+        break;
+    }
+    world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra", "invalid mesh");
+}
+
+/* The world's limits for a new instance of `particles` particles whose
+ * options are `options`, in the order the API documents. `field` names the
+ * particles ("width, height" or "vertices"). */
+static cd_status check_limits(const cd_world *world, uint64_t particles,
+                              const cd_cloth_def *options, const char *field,
+                              cd_field_fault *fault)
+{
+    if (particles > world->def.max_particles)
+        return world_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_PARTICLES, field,
+                           "%" PRIu64 " particles exceed the limit of %" PRIu32, particles,
+                           world->def.max_particles);
+    cd_status st = cd_step_work_check(particles, options->substeps, options->solver_iterations,
+                                      world->def.max_step_work, fault);
+    if (st != CD_OK)
+        return st;
+    if (world->free_count == 0)
+        return world_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_INSTANCES, "instance",
+                           "at most %" PRIu32 " instances", world->def.max_instances);
+    const uint64_t total = world->total_particles + particles;
+    if (world->def.max_total_particles != 0 && total > world->def.max_total_particles)
+        return world_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_TOTAL_PARTICLES, field,
+                           "%" PRIu64 " particles would bring the total to %" PRIu64
+                           ", over the limit of %" PRIu64,
+                           particles, total, world->def.max_total_particles);
+    return CD_OK;
+}
+
+cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_id *out_id,
+                                   cd_field_fault *fault)
 {
     assert(world != NULL && def != NULL && out_id != NULL);
-    if (!cloth_def_is_valid(def))
-        return CD_E_INVALID_ARGUMENT;
-    if ((uint64_t)def->width * (uint64_t)def->height > world->def.max_particles)
-        return CD_E_LIMIT_EXCEEDED;
-    if (world->free_count == 0)
-        return CD_E_LIMIT_EXCEEDED;
+    cd_status st = cd_cloth_def_check(def, fault);
+    if (st != CD_OK)
+        return st;
+    const uint64_t particles = (uint64_t)def->width * (uint64_t)def->height;
+    if ((st = check_limits(world, particles, def, "width, height", fault)) != CD_OK)
+        return st;
 
     cd_instance *inst = calloc(1, sizeof *inst);
-    if (inst == NULL)
-        return CD_E_INTERNAL;
-    if (!cd_cloth_build(inst, def)) {
+    if (inst == NULL || !cd_cloth_build(inst, def)) {
         cd_instance_free(inst);
-        return CD_E_INTERNAL;
+        return world_fault(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "width, height",
+                           "out of memory for %" PRIu64 " particles", particles);
     }
+    inst->max_step_work = world->def.max_step_work;
+    *out_id = place_instance(world, inst);
+    return CD_OK;
+}
+
+cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id *out_id)
+{
+    return cd_world_create_cloth_ex(world, def, out_id, NULL);
+}
+
+cd_status cd_world_create_softbody_ex(cd_world *world, const cd_tet_mesh *mesh,
+                                      const cd_cloth_def *options, cd_id *out_id,
+                                      cd_field_fault *fault)
+{
+    assert(world != NULL && mesh != NULL && options != NULL && out_id != NULL);
+    cd_mesh_fault mf;
+    if (cd_tet_mesh_validate(mesh->vertices, mesh->vertex_count, mesh->tets, mesh->tet_count,
+                             &mf) != CD_OK) {
+        cd_mesh_fault_describe(&mf, mesh->tets, mesh->vertex_count, fault);
+        return CD_E_INVALID_ARGUMENT;
+    }
+    cd_status st = cd_cloth_options_check(options, fault);
+    if (st != CD_OK)
+        return st;
+    if ((st = check_limits(world, mesh->vertex_count, options, "vertices", fault)) != CD_OK)
+        return st;
+    cd_instance *inst = calloc(1, sizeof *inst);
+    if (inst == NULL || !cd_softbody_build(inst, mesh, options)) {
+        cd_instance_free(inst);
+        return world_fault(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
+                           "out of memory for %" PRIu32 " particles", mesh->vertex_count);
+    }
+    /* Its shortest edge is known once its edges are. */
+    if ((st = cd_self_distance_check(options->self_distance, inst->max_self_distance, false,
+                                     fault)) != CD_OK) {
+        cd_instance_free(inst);
+        return st;
+    }
+    inst->max_step_work = world->def.max_step_work;
     *out_id = place_instance(world, inst);
     return CD_OK;
 }
@@ -201,23 +246,7 @@ cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id 
 cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
                                    const cd_cloth_def *options, cd_id *out_id)
 {
-    assert(world != NULL && mesh != NULL && options != NULL && out_id != NULL);
-    cd_mesh_fault fault;
-    if (cd_tet_mesh_validate(mesh->vertices, mesh->vertex_count, mesh->tets, mesh->tet_count,
-                             &fault) != CD_OK ||
-        !cd_options_are_valid(options))
-        return CD_E_INVALID_ARGUMENT;
-    if (mesh->vertex_count > world->def.max_particles || world->free_count == 0)
-        return CD_E_LIMIT_EXCEEDED;
-    cd_instance *inst = calloc(1, sizeof *inst);
-    if (inst == NULL)
-        return CD_E_INTERNAL;
-    if (!cd_softbody_build(inst, mesh, options)) {
-        cd_instance_free(inst);
-        return CD_E_INTERNAL;
-    }
-    *out_id = place_instance(world, inst);
-    return CD_OK;
+    return cd_world_create_softbody_ex(world, mesh, options, out_id, NULL);
 }
 
 cd_instance *cd_world_get(const cd_world *world, cd_id id)
@@ -237,6 +266,7 @@ cd_status cd_world_destroy_instance(cd_world *world, cd_id id)
     if (inst == NULL)
         return CD_E_NOT_FOUND;
     uint32_t slot = id & 0xFFFFu;
+    world->total_particles -= inst->particle_count;
     cd_instance_free(inst);
     world->slots[slot].instance = NULL;
     world->slots[slot].generation++;
@@ -250,6 +280,11 @@ cd_status cd_world_destroy_instance(cd_world *world, cd_id id)
 uint32_t cd_world_count(const cd_world *world)
 {
     return world->live;
+}
+
+uint64_t cd_world_total_particles(const cd_world *world)
+{
+    return world->total_particles;
 }
 
 uint32_t cd_world_list(const cd_world *world, cd_id *ids, uint32_t cap)

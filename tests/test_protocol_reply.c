@@ -96,7 +96,8 @@ Test(protocol_reply, every_status_code_has_its_wire_name)
 {
     static const char *const names[] = {"parse_error", "unknown_command", "invalid_argument",
                                         "not_found", "limit_exceeded", "line_too_long",
-                                        "internal"};
+                                        "internal", "unauthorized"};
+    cr_assert_eq(CD_STATUS_COUNT - CD_E_PARSE_ERROR, (int)(sizeof names / sizeof names[0]));
     for (int i = CD_E_PARSE_ERROR; i < CD_STATUS_COUNT; i++) {
         cd_error err;
         cd_fail(&err, (cd_status)i, "m");
