@@ -1155,3 +1155,70 @@ Test(protocol_request, set_with_the_seeds_stiffness_switches_xpbd_off)
     cr_assert_eq(live.stiffness, 0.7f); /* kept for a later switch back */
     cd_request_free(&req);
 }
+
+/* ---- strict input (issue 9, item 9) ---------------------------------------- */
+
+/* A line of `len` bytes (it may hold NULs) that must fail with parse_error
+ * and `message`, and whose id must not be kept (nothing of it is echoed). */
+static void expect_strict(const char *line, size_t len, const char *message)
+{
+    cd_request req;
+    cd_error err;
+    cd_status st = cd_request_parse(line, len, NULL, &req, &err);
+    cr_assert_eq(st, CD_E_PARSE_ERROR, "%.*s -> %s (%s)", (int)len, line, cd_status_name(st),
+                 err.message);
+    cr_assert_str_eq(err.message, message);
+    cr_assert_null(req.id, "nothing of an invalid line is kept for the reply");
+    cd_request_free(&req);
+}
+
+#define STRICT(lit, message) expect_strict(lit, sizeof(lit) - 1, message)
+
+Test(protocol_request, invalid_utf8_anywhere_is_a_parse_error_naming_the_byte)
+{
+    STRICT("{\"id\":\"\xff\xfe\",\"cmd\":\"ping\"}", "invalid UTF-8 at byte 7");
+    STRICT("{\"id\":\"ok\",\"cmd\":\"ping\",\"x\":\"\xc0\xaf\"}", "invalid UTF-8 at byte 29");
+    STRICT("{\"id\":\"\xed\xa0\x80\",\"cmd\":\"ping\"}", "invalid UTF-8 at byte 7"); /* surrogate */
+    STRICT("{\"id\":\"\xf4\x90\x80\x80\",\"cmd\":\"ping\"}", "invalid UTF-8 at byte 7"); /* > U+10FFFF */
+    STRICT("{\"cmd\":\"ping\"}\xe2\x82", "invalid UTF-8 at byte 14"); /* cut at the end */
+    STRICT("{\"cmd\":\"ping\",\xa9:1}", "invalid UTF-8 at byte 14"); /* between tokens */
+}
+
+Test(protocol_request, raw_control_bytes_are_a_parse_error)
+{
+    STRICT("{\"id\":\"a\x01\",\"cmd\":\"ping\"}",
+           "raw control byte 0x01 inside a string at byte 8 (escape it)");
+    STRICT("{\"id\":\"a\tb\",\"cmd\":\"ping\"}",
+           "raw control byte 0x09 inside a string at byte 8 (escape it)");
+    STRICT("{\"id\":\"a\\\x02\",\"cmd\":\"ping\"}",
+           "raw control byte 0x02 inside a string at byte 9 (escape it)");
+    STRICT("{\"id\":1,\x1b\"cmd\":\"ping\"}", "raw control byte 0x1b at byte 8");
+    STRICT("{\"id\":1,\"cmd\":\"ping\"}\x00", "raw control byte 0x00 at byte 21");
+    STRICT("{\"id\":\"a\x00z\",\"cmd\":\"ping\"}",
+           "raw control byte 0x00 inside a string at byte 8 (escape it)");
+}
+
+Test(protocol_request, an_escaped_nul_is_a_parse_error_but_an_escaped_backslash_is_not)
+{
+    STRICT("{\"id\":\"a\\u0000b\",\"cmd\":\"ping\"}",
+           "\\u0000 (NUL) inside a string at byte 8");
+    STRICT("{\"id\":1,\"cmd\":\"ping\",\"name\":\"\\\\\\u0000\"}",
+           "\\u0000 (NUL) inside a string at byte 31");
+
+    cd_request req;
+    parse_ok("{\"id\":\"a\\\\u0000b\",\"cmd\":\"ping\"}", &req); /* \\ then u0000 */
+    cr_assert_str_eq(req.id->valuestring, "a\\u0000b");
+    cd_request_free(&req);
+    parse_ok("{\"id\":\"\\u0001\\\"\\\\\",\"cmd\":\"ping\"}", &req); /* escaped: fine */
+    cr_assert_str_eq(req.id->valuestring, "\x01\"\\");
+    cd_request_free(&req);
+}
+
+Test(protocol_request, tabs_and_carriage_returns_between_tokens_and_utf8_in_strings_are_fine)
+{
+    cd_request req;
+    parse_ok("\t{ \"id\" :\t\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",\r\"cmd\":\"ping\"}\r", &req);
+    cr_assert_eq(req.cmd, CD_CMD_PING);
+    cr_assert_str_eq(req.id->valuestring, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    cd_request_free(&req);
+}

@@ -1,6 +1,7 @@
 /* The world: generation-checked instance ids, slots, limits, definition
  * validation and memory accounting (solver/world.c, solver/instance.c). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,5 +366,152 @@ Test(solver_world, memory_of_a_20x20_cloth_should_be_under_the_seeds_57_kb)
     const double per_particle = (double)(cd_instance_memory(cloth) - with_colliders) / 400.0;
     cr_assert(per_particle >= 48 * 8 + 16 + 4 + 8 && per_particle <= 48 * 8 + 16 + 4 + 16,
               "%.1f bytes per particle", per_particle);
+    cd_world_destroy(world);
+}
+
+/* ---- the world's faults name the field (issue 9, item 10) ---------------- */
+
+static void expect_fault(cd_world *world, const cd_cloth_def *def, cd_status code,
+                         cd_fault_kind kind, const char *message)
+{
+    cd_id id = 0xDEADu;
+    cd_field_fault f;
+    cr_assert_eq(cd_world_create_cloth_ex(world, def, &id, &f), code, "%s", message);
+    cr_assert_eq(id, 0xDEADu);
+    cr_assert_eq(f.kind, kind, "%s: kind %d", message, f.kind);
+    char got[256];
+    snprintf(got, sizeof got, "%s: %s", f.field, f.reason);
+    cr_assert_str_eq(got, message);
+}
+
+Test(solver_world, a_bad_field_is_named_not_blamed_on_the_layout)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def def = cd_default_cloth_def();
+    def.thickness = 5000.0f;
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD,
+                 "thickness: must be a number in [0, 1000]");
+    def = cd_default_cloth_def();
+    def.tether_scale = 3e38f;
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD,
+                 "tetherScale: must be a number in [1, 1000]");
+    def = cd_default_cloth_def();
+    def.mass = NAN;
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "mass: must be finite");
+    def = cd_default_cloth_def();
+    def.right = fx_v3(0, 0, 0);
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD,
+                 "right: must not be zero-length");
+    def = cd_default_cloth_def();
+    def.wind_model = (cd_wind_model)7;
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD,
+                 "windModel: must be \"aero\" or \"constant\"");
+    def = cd_default_cloth_def();
+    def.right = fx_v3(0, 3, 0);
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT,
+                 "down: must not be parallel to right");
+    def = cd_default_cloth_def();
+    def.origin = fx_v3(0, -99999.5f, 0);
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT,
+                 "origin: the cloth reaches outside the world box (|x|, |y|, |z| <= 100000 m)");
+    def = cd_default_cloth_def();
+    def.self_distance = 0.2f; /* spacing 0.1 */
+    expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD,
+                 "selfDistance: must be at most the spacing (0.1 m)");
+    cr_assert_eq(cd_world_count(world), 0u);
+    cd_world_destroy(world);
+}
+
+Test(solver_world, limits_are_faults_of_their_own_kind)
+{
+    cd_world_def wd = {.max_instances = 2, .max_particles = 400, .max_total_particles = 700,
+                       .max_step_work = 400 * 4 * 2};
+    cd_world *world = cd_world_create(&wd);
+    cr_assert_not_null(world);
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = 21;
+    def.height = 20;
+    expect_fault(world, &def, CD_E_LIMIT_EXCEEDED, CD_FAULT_PARTICLES,
+                 "width, height: 420 particles exceed the limit of 400");
+    def.width = 20;
+    def.substeps = 3;
+    expect_fault(world, &def, CD_E_LIMIT_EXCEEDED, CD_FAULT_STEP_WORK,
+                 "substeps, iterations: 400 particles x 3 substeps x 4 iterations = 4800 "
+                 "exceeds the step work limit of 3200");
+    def.substeps = 2; /* exactly the limit */
+    cd_id a = 0, b = 0, c = 0;
+    cr_assert_eq(cd_world_create_cloth_ex(world, &def, &a, NULL), CD_OK);
+    cr_assert_eq(cd_world_total_particles(world), 400u);
+    expect_fault(world, &def, CD_E_LIMIT_EXCEEDED, CD_FAULT_TOTAL_PARTICLES,
+                 "width, height: 400 particles would bring the total to 800, over the limit "
+                 "of 700");
+    def.height = 15; /* 300: the total is then exactly 700 */
+    cr_assert_eq(cd_world_create_cloth_ex(world, &def, &b, NULL), CD_OK);
+    cr_assert_eq(cd_world_total_particles(world), 700u);
+    def.width = def.height = 2;
+    expect_fault(world, &def, CD_E_LIMIT_EXCEEDED, CD_FAULT_INSTANCES,
+                 "instance: at most 2 instances");
+    /* A destroy frees its particles and its slot. */
+    cr_assert_eq(cd_world_destroy_instance(world, a), CD_OK);
+    cr_assert_eq(cd_world_total_particles(world), 300u);
+    cr_assert_eq(cd_world_create_cloth_ex(world, &def, &c, NULL), CD_OK);
+    cr_assert_eq(cd_world_total_particles(world), 304u);
+    cd_world_destroy(world);
+}
+
+Test(solver_world, configure_refuses_work_over_the_limit_and_changes_nothing)
+{
+    cd_world_def wd = {.max_instances = 4, .max_particles = 4096, .max_step_work = 100 * 8 * 8};
+    cd_world *world = cd_world_create(&wd);
+    cd_cloth_def def = cd_default_cloth_def(); /* 100 particles, 1 x 4 */
+    cd_id id = 0;
+    cr_assert_eq(cd_world_create_cloth(world, &def, &id), CD_OK);
+    cd_instance *inst = cd_world_get(world, id);
+    def.substeps = 8;
+    def.solver_iterations = 9;
+    def.thickness = 0.01f;
+    cd_field_fault f;
+    cr_assert_eq(cd_instance_configure_ex(inst, &def, &f), CD_E_LIMIT_EXCEEDED);
+    cr_assert_str_eq(f.field, "substeps, iterations");
+    cr_assert_str_eq(f.reason, "100 particles x 8 substeps x 9 iterations = 7200 exceeds the "
+                               "step work limit of 6400");
+    cr_assert_eq(cd_instance_def(inst).substeps, 1, "a refused configure changes nothing");
+    cr_assert_eq(cd_instance_def(inst).thickness, 0.0f);
+    def.solver_iterations = 8;
+    cr_assert_eq(cd_instance_configure_ex(inst, &def, &f), CD_OK);
+    cr_assert_eq(cd_instance_def(inst).substeps, 8);
+    def.self_distance = 0.5f;
+    cr_assert_eq(cd_instance_configure_ex(inst, &def, &f), CD_E_INVALID_ARGUMENT);
+    cr_assert_str_eq(f.field, "selfDistance");
+    cd_world_destroy(world);
+}
+
+Test(solver_world, a_soft_body_names_its_vertices)
+{
+    cd_world_def wd = {.max_instances = 4, .max_particles = 100, .max_total_particles = 150};
+    cd_world *world = cd_world_create(&wd);
+    cd_tet_mesh box;
+    cr_assert_eq(cd_mesh_box(fx_v3(0, 0, 0), fx_v3(1, 1, 1), 3, 3, 3, &box), CD_OK); /* 64 */
+    cd_cloth_def o = cd_default_softbody_options();
+    cd_id a = 0, b = 0;
+    cd_field_fault f;
+    cr_assert_eq(cd_world_create_softbody_ex(world, &box, &o, &a, &f), CD_OK);
+    cr_assert_eq(cd_world_create_softbody_ex(world, &box, &o, &b, &f), CD_OK);
+    cr_assert_eq(cd_world_create_softbody_ex(world, &box, &o, &b, &f), CD_E_LIMIT_EXCEEDED);
+    cr_assert_str_eq(f.field, "vertices");
+    cr_assert_str_eq(f.reason, "64 particles would bring the total to 192, over the limit of 150");
+    cr_assert_eq(cd_world_destroy_instance(world, a), CD_OK);
+    o.self_distance = 0.5f; /* cells of 1/3 m */
+    cr_assert_eq(cd_world_create_softbody_ex(world, &box, &o, &b, &f), CD_E_INVALID_ARGUMENT);
+    cr_assert_str_eq(f.field, "selfDistance");
+    cr_assert(strncmp(f.reason, "must be at most the shortest edge of the mesh (0.333", 51) == 0,
+              "%s", f.reason);
+    cr_assert_eq(cd_world_count(world), 1u);
+    cr_assert_eq(cd_world_total_particles(world), 64u);
+    box.tets[0] = 999;
+    cr_assert_eq(cd_world_create_softbody_ex(world, &box, &o, &b, &f), CD_E_INVALID_ARGUMENT);
+    cr_assert_str_eq(f.field, "tetrahedra[0]");
+    cr_assert_str_eq(f.reason, "index 999 out of range (64 vertices)");
+    cd_mesh_free(&box);
     cd_world_destroy(world);
 }
