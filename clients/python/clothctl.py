@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """clothctl — the console of a running clothd.
 
-    clothctl [--host H] [--port P] [--json] [--timeout S] COMMAND [ARGS]
+    clothctl [--host H] [--port P] [--token-file PATH] [--json] [--timeout S] COMMAND [ARGS]
 
     status                      the server's "=== Cloth Simulation ===" block
+    ping                        check that clothd answers (prints the round trip)
     wind [X Y Z] [--instance I] show the global wind, or set it (or instance I's)
     debug [on|off]              show or set the viewers' debug overlay
     create [--width W --height H --spacing S --mass M --stiffness K
@@ -27,6 +28,13 @@ The address comes from --host/--port, else CLOTHD_HOST/CLOTHD_PORT, else
 127.0.0.1:7878. --json prints the server's raw JSON reply lines instead of
 text (one per request).
 
+Token: a clothd started with --token-file answers nothing but `auth` until
+the connection presents its token. --token-file PATH reads the token from
+the file's first line (a trailing CR/LF dropped); without it the
+environment variable CLOTHD_TOKEN is used if set. Every command
+authenticates first; with the read-only token, commands that change the
+simulation fail with `unauthorized` (exit 1).
+
 Exit codes: 0 done; 1 the server answered with an error (its code and
 message on stderr); 2 bad usage; 3 cannot connect to clothd (or the
 connection was lost).
@@ -46,7 +54,8 @@ from typing import Any, List, Optional, Sequence
 
 # Run as a script, Python puts this folder (where clothd.py is) on sys.path;
 # installed, both modules sit side by side in site-packages.
-from clothd import DEFAULT_HOST, DEFAULT_PORT, Client, ClothdError, Frame, ProtocolError, Subscriber
+from clothd import (DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, Client, ClothdError, Frame, ProtocolError,
+                    Subscriber, Unauthorized)
 
 EXIT_OK = 0
 EXIT_SERVER_ERROR = 1
@@ -105,6 +114,13 @@ class Console:
     def raw(self) -> None:
         """Prints the reply line just received, as the server sent it."""
         self.out(self.c.last_line.decode("utf-8", "replace"))
+
+    def ping(self, args: argparse.Namespace) -> None:
+        seconds = self.c.ping()
+        if self.as_json:
+            return self.raw()
+        access = f" ({self.c.access} access)" if self.c.access else ""
+        self.out(f"pong from {self.c.host}:{self.c.port} in {seconds * 1000:.1f} ms{access}")
 
     def status(self, args: argparse.Namespace) -> None:
         reply = self.c.status()
@@ -233,7 +249,8 @@ class Console:
         if args.count is not None and args.count < 1:
             raise UsageError("watch --count must be at least 1")
         sub = Subscriber(self.c.host, self.c.port, args.instances or None, quantize=args.quantize,
-                         every=args.every, timeout=self.c.timeout, reconnect=False)
+                         every=args.every, timeout=self.c.timeout, reconnect=False,
+                         token=self.c.token or "")
         try:
             sub.connect()
             if self.as_json:
@@ -277,7 +294,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     env_port = os.environ.get("CLOTHD_PORT")
     p = _Parser(prog="clothctl", description="The console of a running clothd.",
-                epilog="Exit codes: 0 ok, 1 server error reply, 2 usage, 3 cannot connect.")
+                epilog="Exit codes: 0 ok, 1 server error reply (unauthorized too), 2 usage, 3 cannot "
+                       "connect.")
     # The global options go before or after the command (`clothctl status --json`).
     # The sub-commands' copies default to SUPPRESS so that they only
     # override the main parser's values when given.
@@ -293,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="print the raw JSON replies")
         parser.add_argument("--timeout", type=float, default=default(10.0),
                             help="seconds to wait for the server (default 10)")
+        parser.add_argument("--token-file", dest="token_file", metavar="PATH", default=default(None),
+                            help=f"authenticate with the token on this file's first line "
+                                 f"(default ${TOKEN_ENV}, if set)")
     p.set_defaults(env_port=env_port)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -304,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser = add_parser  # type: ignore[method-assign]
 
     sub.add_parser("status", help='print the "=== Cloth Simulation ===" block')
+    sub.add_parser("ping", help="check that clothd answers; prints the round trip")
 
     w = sub.add_parser("wind", help="show or set the global wind (or an instance's)")
     w.add_argument("xyz", nargs="*", type=float, metavar="X Y Z")
@@ -379,6 +401,34 @@ def _check_xyz(args: argparse.Namespace) -> None:
             raise UsageError(f"{args.command}: give X Y Z (3 numbers), not {len(xyz)}")
 
 
+def read_token(path: str) -> str:
+    """The token on the first line of ``path`` (a trailing CR/LF dropped)."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline()
+    except OSError as e:
+        raise UsageError(f"--token-file {path}: cannot read it: {e.strerror or e}") from None
+    token = line.rstrip(b"\r\n").decode("utf-8", "replace")
+    if not token:
+        raise UsageError(f"--token-file {path}: the first line is empty")
+    return token
+
+
+def token_source(args: argparse.Namespace) -> str:
+    return f"the token from --token-file {args.token_file}" if args.token_file else f"${TOKEN_ENV}"
+
+
+def unauthorized_hint(e: Unauthorized, args: argparse.Namespace, client: Client) -> str:
+    """What to do about an `unauthorized` reply, for the error line."""
+    if client.token is None:
+        return f" (clothd wants a token: give --token-file PATH or set {TOKEN_ENV})"
+    if e.message.startswith("token:"):
+        return f" ({token_source(args)} was refused)"
+    if client.access == "readonly":
+        return f" ({token_source(args)} is the read-only one)"
+    return ""
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -391,12 +441,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
     try:
         _check_xyz(args)
+        # --token-file wins over $CLOTHD_TOKEN; "" sends no auth at all.
+        token = read_token(args.token_file) if args.token_file else (os.environ.get(TOKEN_ENV) or "")
     except UsageError as e:
         parser.print_usage(sys.stderr)
         print(f"clothctl: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    client = Client(args.host, port, args.timeout)
+    client = Client(args.host, port, args.timeout, token=token)
     console = Console(client, args.json)
     try:
         try:
@@ -414,6 +466,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ProtocolError as e:
         print(f"clothctl: {e.message}", file=sys.stderr)
         return EXIT_CONNECT
+    except Unauthorized as e:
+        print(f"clothctl: {e.code}: {e.message}{unauthorized_hint(e, args, client)}", file=sys.stderr)
+        return EXIT_SERVER_ERROR
     except ClothdError as e:
         print(f"clothctl: {e.code}: {e.message}", file=sys.stderr)
         return EXIT_SERVER_ERROR

@@ -36,7 +36,18 @@ frames in a loop or on a background thread, reconnecting when the server
 goes away for a moment.
 
 Errors from the server raise :class:`ClothdError` with the wire's stable
-``code`` (``invalid_argument``, ``not_found``, ...) and its ``message``.
+``code`` (``invalid_argument``, ``not_found``, ...) and its ``message``;
+``unauthorized`` raises its subclass :class:`Unauthorized`.
+
+Tokens: a server started with ``--token-file`` answers nothing but ``auth``
+until a connection presents its token. ``Client(token=...)`` (or, when
+``token`` is None, the environment variable ``CLOTHD_TOKEN``) sends
+``{"cmd":"auth","token":...}`` first on every connection, reconnections
+included, and keeps the granted access in ``client.access`` (``"full"`` or
+``"readonly"``)::
+
+    with Client("game-host", 7878, token=open("token").readline().strip()) as c:
+        print(c.access, c.ping())
 
 Names: every keyword argument is the PROTOCOL.md field in snake_case
 (``bendStiffness`` -> ``bend_stiffness``, ``solverIterations`` ->
@@ -49,6 +60,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import select
 import socket
 import struct
@@ -74,6 +86,7 @@ __all__ = [
     "ClothdError",
     "ProtocolError",
     "ConnectionClosed",
+    "Unauthorized",
     "Frame",
     "InstanceState",
     "decode_frame",
@@ -85,6 +98,7 @@ __all__ = [
     "FRAME_FLAG_QUANTIZED",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "TOKEN_ENV",
     "__version__",
 ]
 
@@ -93,10 +107,12 @@ VecLike = Sequence[float]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7878
+#: The environment variable a Client takes its token from when given none.
+TOKEN_ENV = "CLOTHD_TOKEN"
 
 #: The wire's stable error codes (PROTOCOL.md, Errors).
 ERROR_CODES = ("parse_error", "unknown_command", "invalid_argument", "not_found",
-               "limit_exceeded", "line_too_long", "internal")
+               "limit_exceeded", "line_too_long", "internal", "unauthorized")
 
 #: First four bytes of every frame.
 FRAME_MAGIC = b"\x89CLF"
@@ -126,7 +142,8 @@ class ClothdError(Exception):
 
     ``code`` is one of the wire's stable codes (:data:`ERROR_CODES`):
     ``parse_error``, ``unknown_command``, ``invalid_argument``,
-    ``not_found``, ``limit_exceeded``, ``line_too_long``, ``internal``.
+    ``not_found``, ``limit_exceeded``, ``line_too_long``, ``internal``,
+    ``unauthorized`` (raised as :class:`Unauthorized`).
     ``message`` names the offending field first (``"width: must be ..."``).
     ``reply`` is the whole decoded reply, when there was one.
     """
@@ -136,6 +153,23 @@ class ClothdError(Exception):
         self.code = code
         self.message = message
         self.reply = reply
+
+
+class Unauthorized(ClothdError):
+    """The server refused for want of access (code ``unauthorized``): a
+    wrong or missing token (``"token: wrong token"``, ``"token:
+    required"``), a command before ``auth`` (``'cmd: "status" needs auth
+    first'``) or a command beyond the read-only token (``'cmd: "wind" is
+    not allowed with the read-only token'``). A subclass of
+    :class:`ClothdError`, so code that catches that still catches this.
+    """
+
+
+def _error(code: str, message: str, reply: Optional[Dict[str, Any]] = None) -> ClothdError:
+    """The exception for an error reply: :class:`Unauthorized` for
+    ``unauthorized``, :class:`ClothdError` for every other code."""
+    cls = Unauthorized if code == "unauthorized" else ClothdError
+    return cls(code, message, reply)
 
 
 class ProtocolError(ClothdError):
@@ -441,12 +475,28 @@ class Client:
     valid across a reconnect (unless the server itself restarted; then
     a renewed subscription to a lost id is dropped and reported in
     ``events`` as ``{"event": "resubscribe_failed", ...}``).
+
+    ``token``: the server's token (``--token-file``). When it is None the
+    environment variable ``CLOTHD_TOKEN`` is used if set; ``""`` means no
+    token even then. With a token, every connection (the first and each
+    reconnection, before its subscriptions are renewed) starts with
+    ``auth``; a refused token raises :class:`Unauthorized` from
+    :meth:`connect` and leaves the client closed. ``access`` holds what
+    the server granted: ``"full"``, ``"readonly"``, or None before any
+    ``auth`` (a client without a token never sends one).
     """
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  timeout: Optional[float] = 10.0, *, rcvbuf: Optional[int] = None,
                  frame_backlog: int = DEFAULT_FRAME_BACKLOG, reconnect: bool = False,
-                 reconnect_timeout: float = 10.0):
+                 reconnect_timeout: float = 10.0, token: Optional[str] = None):
+        if token is None:
+            token = os.environ.get(TOKEN_ENV) or None
+        #: The token sent with ``auth`` on every connection (None: none sent).
+        self.token: Optional[str] = token or None
+        #: The access the server granted: "full", "readonly", or None
+        #: before any ``auth`` on this connection.
+        self.access: Optional[str] = None
         self.host = host
         self.port = port
         self.timeout = timeout
@@ -474,7 +524,11 @@ class Client:
     # -- connection ---------------------------------------------------------
 
     def connect(self) -> "Client":
-        """Opens the connection (idempotent). Returns self."""
+        """Opens the connection (idempotent) and, with a token, sends
+        ``auth`` first. Returns self.
+
+        Raises :class:`Unauthorized` (and closes the connection) when the
+        server refuses the token."""
         if self._sock is not None:
             return self
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -488,6 +542,13 @@ class Client:
             sock.close()
             raise
         self._sock = sock
+        self.access = None
+        if self.token is not None:
+            try:
+                self.access = str(self._request_once("auth", token=self.token).get("access"))
+            except BaseException:
+                self._drop()
+                raise
         return self
 
     def close(self) -> None:
@@ -510,8 +571,10 @@ class Client:
         subscriptions (with their options).
 
         Retries for up to ``reconnect_timeout`` seconds (the server may be
-        restarting); raises the last connection error after that. Queued
-        frames are kept.
+        restarting); raises the last connection error after that. With a
+        token, each new connection authenticates before the subscriptions
+        are renewed; a refused token raises :class:`Unauthorized` at once
+        (no retry). Queued frames are kept.
         """
         self._drop()
         deadline = _time.monotonic() + self.reconnect_timeout
@@ -669,7 +732,7 @@ class Client:
             raise ProtocolError(f"reply: expected id {rid}, got {reply.get('id')!r}: {reply!r}")
         if reply.get("ok") is not True:
             err = reply.get("error") or {}
-            raise ClothdError(str(err.get("code", "internal")), str(err.get("message", "")), reply)
+            raise _error(str(err.get("code", "internal")), str(err.get("message", "")), reply)
         return reply
 
     def _peer_closed(self) -> bool:
@@ -710,7 +773,8 @@ class Client:
         """Sends ``{"id": n, "cmd": cmd, ...fields}`` and returns the reply.
 
         snake_case field names become camelCase; ``None`` values are left
-        out. Raises :class:`ClothdError` on an error reply,
+        out. Raises :class:`ClothdError` on an error reply
+        (:class:`Unauthorized` for ``unauthorized``),
         :class:`ConnectionClosed` when the connection drops (see
         ``reconnect`` in the class docs).
         """
@@ -1023,6 +1087,30 @@ class Client:
         ``=== Cloth Simulation ===`` block)."""
         return self.request("status")
 
+    def ping(self) -> float:
+        """Sends ``ping`` and returns the round trip in seconds (the reply
+        is ``{"ok": true, "pong": true}``). Allowed with the read-only
+        token; before ``auth`` on a server with a token it raises
+        :class:`Unauthorized`."""
+        t0 = _time.monotonic()
+        reply = self.request("ping")
+        if reply.get("pong") is not True:
+            raise ProtocolError(f"ping: expected \"pong\": true, got {reply!r}")
+        return _time.monotonic() - t0
+
+    def auth(self, token: str) -> str:
+        """Presents ``token`` on this connection and returns the access it
+        grants (``"full"`` or ``"readonly"``; a server without tokens grants
+        ``"full"`` to any). On success the client keeps the token and sends
+        it again on every reconnection. A wrong token raises
+        :class:`Unauthorized` ("token: wrong token") and leaves the access
+        as it was; the server then pauses the connection (100 ms, doubling
+        with each bad token up to 2 s) and closes it at the 10th."""
+        reply = self.request("auth", token=token)
+        self.token = token
+        self.access = str(reply.get("access"))
+        return self.access
+
     def debug(self, enabled: Optional[bool] = None) -> bool:
         """Shows (no argument) or sets the viewers' debug overlay flag.
 
@@ -1114,15 +1202,19 @@ class Subscriber:
     options. ``reconnect`` (default on): when the server goes away, connect
     again (for up to ``reconnect_timeout`` seconds per outage), subscribe
     again and go on; each instance's current frame arrives first. Frames
-    of the outage are missed, as any slow subscriber's are.
+    of the outage are missed, as any slow subscriber's are. ``token``: as
+    for :class:`Client` (None: ``CLOTHD_TOKEN`` if set); the read-only
+    token is enough for a subscriber. Each connection authenticates before
+    it subscribes.
     """
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  instances: Union[int, Sequence[int], None] = None, *, quantize: bool = False,
                  every: int = 1, timeout: Optional[float] = 10.0, reconnect: bool = True,
-                 reconnect_timeout: float = 30.0, rcvbuf: Optional[int] = None):
+                 reconnect_timeout: float = 30.0, rcvbuf: Optional[int] = None,
+                 token: Optional[str] = None):
         self.client = Client(host, port, timeout, rcvbuf=rcvbuf, reconnect=False,
-                             reconnect_timeout=reconnect_timeout)
+                             reconnect_timeout=reconnect_timeout, token=token)
         if isinstance(instances, int):
             instances = [instances]
         self.instances: Optional[List[int]] = None if instances is None else list(instances)
@@ -1184,6 +1276,11 @@ class Subscriber:
     def events(self) -> Deque[Dict[str, Any]]:
         """Events the server sent (e.g. ``{"event": "debug", ...}``)."""
         return self.client.events
+
+    @property
+    def access(self) -> Optional[str]:
+        """The access the server granted ("full", "readonly"), or None."""
+        return self.client.access
 
     # -- reading ------------------------------------------------------------
 
