@@ -17,11 +17,17 @@ export type ErrorCode =
   | 'not_found'
   | 'limit_exceeded'
   | 'line_too_long'
-  | 'internal';
+  | 'internal'
+  | 'unauthorized';
 
 export const ERROR_CODES: readonly ErrorCode[];
 
-/** An error reply from the server; `message` is the server's text unchanged. */
+/**
+ * An error reply from the server; `message` is the server's text unchanged.
+ * Code "unauthorized": a refused token ("token: wrong token"), a command
+ * before `auth` ('cmd: "status" needs auth first') or beyond the read-only
+ * token ('cmd: "wind" is not allowed with the read-only token').
+ */
 export class ClothdError extends Error {
   constructor(code: string, message: string, reply?: Reply);
   /** An ErrorCode, or "protocol_error" for a ProtocolError. */
@@ -60,7 +66,15 @@ export interface ClientOptions {
   maxMessageBytes?: number;
   /** The socket's writable high-water mark (Node's default when omitted). */
   writableHighWaterMark?: number;
+  /**
+   * The server's token (--token-file), sent with `auth` before anything else.
+   * Omitted: $CLOTHD_TOKEN if set; '' or null: no `auth` at all.
+   */
+  token?: string | null;
 }
+
+/** What `auth` grants: everything, or only auth, ping, status, get, topology, subscribe, unsubscribe. */
+export type Access = 'full' | 'readonly';
 
 /** The options `set` can change on a live instance (PROTOCOL.md, create and set). */
 export interface InstanceOptions {
@@ -296,6 +310,8 @@ export const FRAME_HEADER_SIZE: 40;
 export const FLAG_QUANTIZED: 1;
 /** This package's version. */
 export const VERSION: string;
+/** "CLOTHD_TOKEN": where a client finds its token when given none. */
+export const TOKEN_ENV: 'CLOTHD_TOKEN';
 
 export interface FramesOptions {
   /** Frames kept for a slow consumer (default 256; the newest are kept). */
@@ -356,8 +372,16 @@ export class Client extends EventEmitter {
   readonly stats: ClientStats;
   /** Resolves once the connection is closed. */
   readonly closed: Promise<void>;
+  /** What `auth` granted on this connection; null before any `auth`. */
+  readonly access: Access | null;
+  /** The token the client authenticates with; null for none. */
+  readonly token: string | null;
 
-  /** Opens the connection (requests made before are queued). */
+  /**
+   * Opens the connection (requests made before are queued) and, with a token,
+   * sends `auth` first; rejects with ClothdError "unauthorized" (and closes)
+   * when the token is refused.
+   */
   connect(): Promise<this>;
   /** Closes now: pending requests reject with ConnectionClosed. */
   close(): Promise<void>;
@@ -402,6 +426,10 @@ export class Client extends EventEmitter {
   globalWind(): Promise<Vec3>;
   /** Sets the debug overlay flag, or reads it without an argument. */
   debug(enabled?: boolean): Promise<boolean>;
+  /** Round trip of a `ping` in milliseconds. */
+  ping(): Promise<number>;
+  /** Presents a token on this connection; resolves with the access granted and keeps the token. */
+  auth(token: string): Promise<Access>;
 
   on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;
   once<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this;

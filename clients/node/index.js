@@ -15,6 +15,11 @@
  *   const state = await client.get(cloth);   // state.positions: Float32Array
  *   await client.close();
  *
+ * A server started with --token-file wants `auth` first: give the token
+ * (`Client.connect({ port, token })`, or set CLOTHD_TOKEN) and the client
+ * sends it before anything else on its connection; `client.access` says
+ * what it was granted ("full" or "readonly").
+ *
  * See README.md for the whole API and PROTOCOL.md for the wire contract.
  */
 
@@ -40,6 +45,8 @@ const DEFAULT_PORT = 7878;
 const DEFAULT_FRAME_QUEUE = 256;
 /** Queued request lines are sent in writes of about this many bytes. */
 const WRITE_BATCH_BYTES = 64 * 1024;
+/** The environment variable a client takes its token from when given none. */
+const TOKEN_ENV = 'CLOTHD_TOKEN';
 
 // Typed arrays (a Float32Array of positions) go on the wire as JSON arrays.
 function jsonReplacer(_key, value) {
@@ -218,10 +225,15 @@ class Client extends EventEmitter {
    * options: host ('127.0.0.1'), port (7878), noDelay (true),
    * maxMessageBytes (512 MiB: bound on one reply line or frame),
    * writableHighWaterMark (Node's default: the socket buffer above which
-   * requests wait in the client's own queue for 'drain').
+   * requests wait in the client's own queue for 'drain'), token (sent with
+   * `auth` before anything else; undefined: $CLOTHD_TOKEN if set; '' or
+   * null: none).
    */
   constructor(options = {}) {
     super();
+    const token = options.token === undefined ? process.env[TOKEN_ENV] : options.token;
+    this._token = token ? String(token) : null;
+    this._access = null;
     this.host = options.host ?? DEFAULT_HOST;
     this.port = options.port ?? DEFAULT_PORT;
     this._noDelay = options.noDelay ?? true;
@@ -250,16 +262,23 @@ class Client extends EventEmitter {
   }
 
   /**
-   * Opens the connection. Resolves with the client once connected; rejects
-   * with the socket error (e.g. ECONNREFUSED). Requests made before it
-   * resolves are queued and sent on connect.
+   * Opens the connection. Resolves with the client once connected (and,
+   * with a token, authenticated); rejects with the socket error (e.g.
+   * ECONNREFUSED), or with the ClothdError "unauthorized" when the server
+   * refuses the token (the client is then closed, and requests queued
+   * behind reject with the same error). Requests made before it resolves
+   * are queued and sent on connect, after `auth`.
    */
   connect() {
     if (this._state === 'closed')
       return Promise.reject(new ConnectionClosed('clothd: the client is closed; make a new Client to reconnect'));
     if (this._connecting) return this._connecting;
     this._state = 'connecting';
-    this._connecting = new Promise((resolve, reject) => {
+    // With a token, `auth` is the connection's first request: queued now,
+    // before any request that made this connect() happen.
+    const auth = this._token === null ? null : this._authRequest(this._token);
+    if (auth) auth.catch(() => {}); // reported through connect()
+    const opened = new Promise((resolve, reject) => {
       this._rejectConnect = reject;
       const socket = new net.Socket(
         this._highWaterMark !== undefined ? { writableHighWaterMark: this._highWaterMark } : undefined,
@@ -293,7 +312,30 @@ class Client extends EventEmitter {
         resolve(this);
       });
     });
+    this._connecting = !auth
+      ? opened
+      : opened.then(() => auth).then(
+        () => this,
+        (err) => {
+          if (err instanceof ClothdError && err.code === 'unauthorized')
+            this._teardown(err, `clothd: ${err.code}: ${err.message}`, null, err);
+          throw err;
+        },
+      );
     return this._connecting;
+  }
+
+  /**
+   * What the server granted on this connection: 'full', 'readonly', or null
+   * before any `auth` (a client without a token sends none).
+   */
+  get access() {
+    return this._access;
+  }
+
+  /** The token this client authenticates with (null: none). */
+  get token() {
+    return this._token;
   }
 
   /** 'open' while connected; also 'new', 'connecting', 'closed'. */
@@ -544,11 +586,11 @@ class Client extends EventEmitter {
     this._teardown(err, err.message, err);
   }
 
-  _teardown(cause, message, protocolError) {
+  _teardown(cause, message, protocolError, rejectWith) {
     if (this._state === 'closed') return;
     this._state = 'closed';
     this._closedMessage = message;
-    const rejection = protocolError ?? new ConnectionClosed(message, cause ? { cause } : undefined);
+    const rejection = protocolError ?? rejectWith ?? new ConnectionClosed(message, cause ? { cause } : undefined);
     for (const p of this._pending.drain()) p.reject(rejection);
     this._writeQueue = [];
     if (this._rejectConnect) {
@@ -779,6 +821,38 @@ class Client extends EventEmitter {
     return this.request('status');
   }
 
+  /**
+   * Sends `ping`; resolves with the round trip in milliseconds (the reply
+   * is {"ok":true,"pong":true}). Allowed with the read-only token.
+   */
+  async ping() {
+    const t0 = performance.now();
+    const reply = await this.request('ping');
+    if (reply.pong !== true) throw new ProtocolError(`ping: expected "pong": true, got ${truncate(JSON.stringify(reply))}`);
+    return performance.now() - t0;
+  }
+
+  /**
+   * Presents `token` on this connection; resolves with the access granted
+   * ('full' or 'readonly'; a server without tokens grants 'full' to any).
+   * On success the client keeps the token. A wrong token rejects with the
+   * ClothdError "unauthorized" ("token: wrong token") and leaves the access
+   * as it was; the server then pauses the connection (100 ms, doubling to
+   * 2 s) and closes it at the 10th bad token.
+   */
+  async auth(token) {
+    const access = await this._authRequest(token);
+    this._token = String(token);
+    return access;
+  }
+
+  _authRequest(token) {
+    return this.request('auth', { token: String(token) }).then((reply) => {
+      this._access = reply.access;
+      return reply.access;
+    });
+  }
+
   /** The server-wide global wind (read from status). */
   async globalWind() {
     const reply = await this.status();
@@ -810,4 +884,5 @@ module.exports = {
   FRAME_HEADER_SIZE,
   FLAG_QUANTIZED,
   VERSION,
+  TOKEN_ENV,
 };

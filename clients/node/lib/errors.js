@@ -10,13 +10,15 @@ const ERROR_CODES = Object.freeze([
   'limit_exceeded',
   'line_too_long',
   'internal',
+  'unauthorized',
 ]);
 
 /**
  * An error reply from the server ({"ok":false,"error":{code,message}}).
  * `code` is one of ERROR_CODES, `message` is the server's text unchanged
  * (it starts with the field at fault: "width: must be an integer >= 2"),
- * `reply` the whole decoded reply.
+ * `reply` the whole decoded reply. A refused token, a command before
+ * `auth` or one beyond the read-only token has code "unauthorized".
  */
 class ClothdError extends Error {
   constructor(code, message, reply) {
