@@ -9,7 +9,8 @@
 2. from outside the checkout, the venv's python imports the installed
    clothd and clothctl modules and decodes every shared frame test vector;
 3. the installed `clothctl` console script talks to a real clothd
-   (status, create, step, get, exit code 3 without a server);
+   (status, create, step, get, exit code 3 without a server), and to one
+   started with --token-file (ping with --token-file, exit 1 without);
 4. tests/e2e/test_client_numpy.py runs with an interpreter that has numpy
    (this one, else Debian's /usr/bin/python3), so Frame.array is covered.
 
@@ -44,8 +45,8 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def start_clothd(binary: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([binary, "--port", "0", "--workers", "2"], stdout=subprocess.PIPE,
+def start_clothd(binary: str, *extra: str) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([binary, "--port", "0", "--workers", "2", *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     line = proc.stdout.readline()
     m = BANNER.search(line)
@@ -122,6 +123,23 @@ def main() -> int:
             proc.wait(timeout=10)
         out = run(base + ["status"], cwd=tmp)
         check("clothctl without a server exits 3", out.returncode == 3, f"{out.returncode} {out.stderr}")
+
+        token = os.path.join(tmp, "token")
+        with open(token, "w") as f:
+            f.write("check-package-token-0123456789\n")
+        proc, port = start_clothd(binary, "--token-file", token)
+        try:
+            base = [ctl, "--port", str(port)]
+            no_env = {k: v for k, v in os.environ.items() if k != "CLOTHD_TOKEN"}
+            out = run(base + ["--token-file", token, "ping"], cwd=tmp, env=no_env)
+            check("clothctl --token-file ping", out.returncode == 0 and out.stdout.startswith("pong from ")
+                  and "(full access)" in out.stdout, out.stdout + out.stderr)
+            out = run(base + ["ping"], cwd=tmp, env=no_env)
+            check("clothctl without the token exits 1", out.returncode == 1 and
+                  'unauthorized: cmd: "ping" needs auth first' in out.stderr, f"{out.returncode} {out.stderr}")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
         npy = numpy_python()
         if npy is None:
