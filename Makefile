@@ -13,6 +13,8 @@ PKGS    := libuv libcjson ck
 # Debian packages each goal needs; `deps` installs whichever are missing.
 DEB_BUILD := gcc make pkg-config libuv1-dev libcjson-dev libck-dev
 DEB_TEST  := $(DEB_BUILD) libcriterion-dev python3 valgrind
+# The fuzz target (clang's libFuzzer) and the sanitizers' runtimes.
+DEB_TEST  += clang-14 libclang-rt-14-dev libasan8 libubsan1 libtsan2
 DEB_BENCH := $(DEB_BUILD) g++ libbullet-dev
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -74,6 +76,102 @@ $(BUILD)/san/%.o: %.c
 $(BUILD)/unit_tests_san: $(call san_obj,$(TEST_SRC) $(SOLVER_SRC) $(PROTOCOL_SRC) $(SERVER_SRC))
 	$(CC) $(SAN) $^ -o $@ $(LDLIBS) -lcriterion
 
+# ---- sanitizer builds of the server, fuzzing, soak (issue 9) ---------------
+# clothd-asan: the server from the same sources with ASan+UBSan (the san/
+# objects above); clothd-tsan: with ThreadSanitizer. The e2e suite runs
+# against each (`make e2e-asan`, `make e2e-tsan`); `make check` runs a short
+# subset of each. ASan's leak check runs at exit: a leak makes the exit code
+# non-zero, which fails the e2e harness's "exit 0 on SIGTERM".
+$(BUILD)/clothd-asan: $(call san_obj,server/main.c $(SOLVER_SRC) $(PROTOCOL_SRC) $(SERVER_SRC))
+	$(CC) $(SAN) $^ -o $@ $(LDLIBS)
+
+TSAN       := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-math-errno $(TSAN) $(PKG_CFLAGS) -MMD -MP
+tsan_obj = $(patsubst %.c,$(BUILD)/tsan/%.o,$(1))
+
+$(BUILD)/tsan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TSAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/clothd-tsan: $(call tsan_obj,server/main.c $(SOLVER_SRC) $(PROTOCOL_SRC) $(SERVER_SRC))
+	$(CC) $(TSAN) $^ -o $@ $(LDLIBS)
+
+# The pool's hand-off under TSan, a plain program (Criterion's runner cannot
+# start under TSan): tests/sanitizers/pool_handoff.c.
+$(BUILD)/pool_handoff_tsan: $(call tsan_obj,tests/sanitizers/pool_handoff.c server/pool.c)
+	$(CC) $(TSAN) $^ -o $@ $(LDLIBS)
+
+ASAN_RUN := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+TSAN_RUN := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
+# Which e2e cases race commands against steps, feed garbage, or are about
+# concurrency: the short sanitizer runs of `make check`.
+E2E_SAN_SHORT  := -k test_races -k test_ordering -k test_robustness -k test_strict_input -k test_errors \
+                  -k test_lifecycle
+E2E_TSAN_SHORT := -k test_races -k test_ordering -k test_subscribe -k test_backpressure -k test_robustness
+
+# The unit tests under ASan with leak detection on. Criterion runs each test
+# in a worker process whose leak report it ignores (it even calls the test
+# "passing"), so every sanitizer report goes to a file (log_path) and any file
+# fails the run. Criterion's runner keeps one block of its own until it exits:
+# tests/sanitizers/criterion_lsan.supp suppresses exactly that (matched by
+# criterion_run_all_tests in the full allocation stack, which a test body's
+# stack never holds).
+UNIT_SAN_LOGS = $(BUILD)/unit-san-logs
+unit-san: $(BUILD)/unit_tests_san
+	@rm -rf $(UNIT_SAN_LOGS) && mkdir -p $(UNIT_SAN_LOGS)
+	ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0:log_path=$(abspath $(UNIT_SAN_LOGS))/report \
+	LSAN_OPTIONS=suppressions=$(abspath tests/sanitizers/criterion_lsan.supp):print_suppressions=0 \
+	  ./$(BUILD)/unit_tests_san --jobs 2
+	@if ls $(UNIT_SAN_LOGS)/report.* >/dev/null 2>&1; then cat $(UNIT_SAN_LOGS)/report.*; \
+	  echo "unit tests under ASan: the sanitizer reported the above (leak or memory error)"; exit 1; fi
+
+e2e-asan: $(BUILD)/clothd-asan
+	$(ASAN_RUN) python3 tests/e2e/run_all.py --sanitizer asan --clothd $(BUILD)/clothd-asan
+
+e2e-tsan: $(BUILD)/clothd-tsan $(BUILD)/pool_handoff_tsan
+	$(TSAN_RUN) ./$(BUILD)/pool_handoff_tsan
+	$(TSAN_RUN) python3 tests/e2e/run_all.py --sanitizer tsan --clothd $(BUILD)/clothd-tsan
+
+# libFuzzer (clang): the real parser and dispatcher behind a real connection
+# to an in-process clothd (tests/fuzz/fuzz_server.c). Its objects are built
+# apart, with clang's coverage instrumentation.
+FUZZ_CC      := clang-14
+FUZZ_SECONDS ?= 1800
+FUZZ_SHORT   ?= 30
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -Wall -Wextra -O1 -g -fno-math-errno $(FUZZ_SAN) \
+                $(PKG_CFLAGS) -MMD -MP
+fuzz_obj = $(patsubst %.c,$(BUILD)/fuzz/%.o,$(1))
+
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz_server: $(call fuzz_obj,tests/fuzz/fuzz_server.c $(SOLVER_SRC) $(PROTOCOL_SRC) $(SERVER_SRC))
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) $^ -o $@ $(LDLIBS)
+
+fuzz: $(BUILD)/fuzz_server
+	python3 tests/fuzz/run_fuzz.py --fuzzer $(BUILD)/fuzz_server --work $(BUILD)/fuzz \
+	  --seconds $(FUZZ_SECONDS)
+
+# The soak: 8 clients at once against the release server (tests/soak/soak.py).
+SOAK_SECONDS ?= 600
+SOAK_SHORT   ?= 30
+soak: $(BUILD)/clothd
+	python3 tests/soak/soak.py --clothd $(BUILD)/clothd --seconds $(SOAK_SECONDS)
+
+# The short versions for `make check`: about 3 minutes in all on 2 cores.
+check-hardening: $(BUILD)/clothd $(BUILD)/clothd-asan $(BUILD)/clothd-tsan $(BUILD)/pool_handoff_tsan \
+                 $(BUILD)/fuzz_server
+	$(ASAN_RUN) python3 tests/e2e/run_all.py -q --sanitizer asan --clothd $(BUILD)/clothd-asan $(E2E_SAN_SHORT)
+	$(TSAN_RUN) ./$(BUILD)/pool_handoff_tsan
+	$(TSAN_RUN) python3 tests/e2e/run_all.py -q --sanitizer tsan --clothd $(BUILD)/clothd-tsan $(E2E_TSAN_SHORT)
+	python3 tests/fuzz/run_fuzz.py --fuzzer $(BUILD)/fuzz_server --work $(BUILD)/fuzz --seconds $(FUZZ_SHORT)
+	python3 tests/soak/soak.py --clothd $(BUILD)/clothd --seconds $(SOAK_SHORT)
+
+.PHONY: unit-san e2e-asan e2e-tsan fuzz soak check-hardening
+
 # ---- the README's two commands --------------------------------------------
 
 run: deps
@@ -83,18 +181,18 @@ run: deps
 test: deps-test
 	@$(MAKE) --no-print-directory check
 
-# e2e first (Python against the real server, leaks checked there by
-# valgrind), the clients' tests, the no-allocation check of the step, then
-# the unit tests under ASan/UBSan (leak detection off:
-# Criterion's own runner keeps blocks until exit, and a suppression for it
-# would hide leaks in test bodies too), then the plain unit tests, whose
-# synthesis line closes the run.
+# The fast unit tests first (a failure shows early), the no-allocation check
+# of the step, the unit tests under ASan/UBSan with leak detection (unit-san),
+# the short sanitizer, fuzz and soak runs (check-hardening), the clients'
+# tests, and last the e2e suite against the release server (leaks checked
+# there by valgrind), whose "e2e: N passed, N failed" line closes the run.
 check: $(BUILD)/clothd $(BUILD)/unit_tests $(BUILD)/unit_tests_san $(BUILD)/alloc_tests
-	python3 tests/e2e/run_all.py --clothd $(BUILD)/clothd
-	@for t in $(CLIENT_TESTS); do $(MAKE) --no-print-directory $$t || exit 1; done
-	./$(BUILD)/alloc_tests --jobs 2
-	ASAN_OPTIONS=detect_leaks=0 ./$(BUILD)/unit_tests_san --jobs 2
 	./$(BUILD)/unit_tests --jobs 2
+	./$(BUILD)/alloc_tests --jobs 2
+	@$(MAKE) --no-print-directory unit-san
+	@$(MAKE) --no-print-directory check-hardening
+	@for t in $(CLIENT_TESTS); do $(MAKE) --no-print-directory $$t || exit 1; done
+	python3 tests/e2e/run_all.py --clothd $(BUILD)/clothd
 
 e2e: $(BUILD)/clothd
 	python3 tests/e2e/run_all.py --clothd $(BUILD)/clothd
@@ -144,3 +242,4 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj $(BUILD)/san -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/tsan $(BUILD)/fuzz -name '*.d' 2>/dev/null)
