@@ -47,7 +47,7 @@ typedef struct cd_limits {
     uint64_t max_step_work;
 } cd_limits;
 
-/* max_particles 262144, max_list 1000000, max_step_work 16777216 (2^24). */
+/* max_particles 262144, max_list 1000000, max_step_work 8388608 (2^23). */
 cd_limits cd_default_limits(void);
 
 /* An error with a message that names the offending field. */

@@ -1,9 +1,15 @@
 /* clothd protocol — parsing one request line into a cd_request.
  *
- * The envelope (JSON object, "id", "cmd", "instance") is read here once;
- * each command then reads its own fields through the table `commands`.
- * Validation stops at the first fault, in the order the fields are listed
- * in PROTOCOL.md, and the message names that field.
+ * A line is first checked byte by byte (strict input: UTF-8, no raw control
+ * bytes, no \u0000 in strings), so that nothing invalid reaches cJSON, a
+ * C string or an echoed "id". The envelope (JSON object, "id", "cmd",
+ * "instance") is then read here once; each command reads its own fields
+ * with parse_<name>, found through its row of CD_COMMAND_MAP
+ * (commands.h), which also says how the envelope's "instance" is read and
+ * how the payload is freed. Options are read with the solver's table
+ * (solver/options_table.h). Validation stops at the first fault, in the
+ * order the fields are listed in PROTOCOL.md, and the message names that
+ * field.
  */
 #include "protocol.h"
 
@@ -22,7 +28,7 @@
 /* Defaults of cd_default_limits(); the server's flags override them. */
 #define DEFAULT_MAX_PARTICLES 262144u
 #define DEFAULT_MAX_LIST 1000000u
-#define DEFAULT_MAX_STEP_WORK 16777216u /* 2^24 particle-iterations per step */
+#define DEFAULT_MAX_STEP_WORK 8388608u /* 2^23 particle-iterations per step */
 
 /* The largest particle count whose frame length still fits the u32 length
  * field: (2^32 - 1 - 40) / 12. Applies whatever the configured limit. */

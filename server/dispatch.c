@@ -1,9 +1,15 @@
 /* Runs one parsed request against the world and answers it.
  *
+ * Every row of CD_COMMAND_MAP (protocol/commands.h) has its handler
+ * cd_cmd_<name> here (or in queries.c), reached through `handlers`; the
+ * row's TOUCHES_* kind says which instances must not be mid-step (such a
+ * request is deferred and retried when the step is back).
+ *
  * The parser has already checked shapes and ranges; what is checked here
  * needs the world: that instances and colliders exist, that particle
- * indices are in range, and that nothing touches an instance mid-step
- * (such a request is deferred and retried when the step is back). */
+ * indices are in range, and the world's limits. When the solver refuses,
+ * it names the field and says why (cd_field_fault); the reply carries its
+ * words, never a guess. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -128,6 +128,7 @@ struct cd_instance {
     uint32_t *pairs;        /* candidate pairs (i, j) of the last search */
     uint32_t pair_count, pair_cap;
     cd_self_collision_stats self_stats; /* since creation */
+    uint64_t self_budget; /* hash entries the step's searches may still look at */
     uint32_t *neighbour_start; /* particle_count + 1 */
     uint32_t *neighbours;
     float last_speed; /* the fastest particle of the last step, m/s */

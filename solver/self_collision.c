@@ -27,10 +27,11 @@
 #include "vec3.h"
 
 #define CD_PAIRS_PER_PARTICLE 48 /* candidate pairs kept per search, on average */
-/* Hash entries a search may look at, per particle on average (about 50 in
- * a folded sheet): a bound on the work of a pathological layout, such as a
- * cloth crushed into a few cells. Past it the search stops, as when the
- * pair list is full. */
+/* Hash entries the searches of one step may look at together, per particle
+ * on average (one search looks at about 50 in a folded sheet): a bound on
+ * the work of a pathological layout, such as a cloth crushed into a few
+ * cells, however many times a fast cloth is searched within the step. Past
+ * it the search stops, as when the pair list is full. */
 #define CD_EXAMINED_PER_PARTICLE 2048
 /* Cell coordinates stay below 2^20 across the instance's bounding box, so
  * they are exact in a float and never overflow, whatever selfDistance or
@@ -231,7 +232,10 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
     const uint32_t size = inst->hash_size;
     const float *pos = inst->pos, *move = inst->self_move;
     const cd_hash_entry *entries = inst->hash_entries;
-    uint64_t budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
+    /* The step's budget, shared by its searches (the first one refills it). */
+    if (remaining == inst->def.substeps)
+        inst->self_budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
+    uint64_t budget = inst->self_budget;
     for (uint32_t i = 0; i < inst->particle_count; i++) {
         const float xi = pos[3 * i], yi = pos[3 * i + 1], zi = pos[3 * i + 2];
         const float reach_i = d + fminf(move[i] * scale + margin, cap);
@@ -248,6 +252,8 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
                     const uint32_t b = hash_cell(x, y, z, size);
                     const uint32_t end = inst->hash_start[b + 1];
                     if (end - inst->hash_start[b] > budget) {
+                        inst->self_stats.examined += inst->self_budget - budget;
+                        inst->self_budget = 0;
                         inst->self_stats.overflows++; /* a pathological crowd: stop here */
                         inst->self_stats.pairs += inst->pair_count;
                         return k;
@@ -267,6 +273,8 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
                         if (d2 >= meet * meet || connected(inst, i, j))
                             continue;
                         if (inst->pair_count == inst->pair_cap) {
+                            inst->self_stats.examined += inst->self_budget - budget;
+                            inst->self_budget = budget;
                             inst->self_stats.overflows++; /* the rest wait for the next search */
                             inst->self_stats.pairs += inst->pair_count;
                             return k;
@@ -277,6 +285,8 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
                     }
                 }
     }
+    inst->self_stats.examined += inst->self_budget - budget;
+    inst->self_budget = budget;
     inst->self_stats.pairs += inst->pair_count;
     return k;
 }

@@ -402,11 +402,13 @@ float cd_instance_max_structural_strain(const cd_instance *inst);
 
 /* Self-collision's work since the instance was created (all 0 while
  * selfDistance is 0): searches for candidate pairs, the pairs they kept,
- * and the searches that stopped early (48 pairs per particle, or 2048
- * hash entries looked at per particle in a crowded layout); what they did
- * not reach waits for the next search. */
+ * the hash entries they looked at, and the searches that stopped early (48
+ * pairs per particle, or 2048 hash entries per particle looked at by all
+ * the searches of one step, in a crowded layout); what they did not reach
+ * waits for the next search. */
 typedef struct cd_self_collision_stats {
     uint64_t searches, pairs, overflows;
+    uint64_t examined;
 } cd_self_collision_stats;
 cd_self_collision_stats cd_instance_self_collision_stats(const cd_instance *inst);
 

@@ -236,9 +236,9 @@ Test(options_table, step_work_is_the_product_and_names_its_factors)
                  "\"iterations\":8}",
                  CD_E_LIMIT_EXCEEDED,
                  "substeps, iterations: 65536 particles x 64 substeps x 8 iterations = 33554432 "
-                 "exceeds the step work limit of 16777216 (--max-step-work)");
+                 "exceeds the step work limit of 8388608 (--max-step-work)");
     cd_limits lim = cd_default_limits();
-    cr_assert_eq(lim.max_step_work, 16777216u);
+    cr_assert_eq(lim.max_step_work, 8388608u); /* 2^23 */
     lim.max_step_work = 100;
     cd_request req;
     cd_error err;
