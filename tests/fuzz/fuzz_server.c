@@ -55,8 +55,11 @@ enum {
 };
 
 static _Noreturn void finding(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void stopped_from_outside(void);
+
 static _Noreturn void finding(const char *fmt, ...)
 {
+    stopped_from_outside();
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "\nfuzz_server: FINDING: ");
@@ -151,13 +154,60 @@ static int start_server(server_thread *st)
     finding("harness: the server could not start 20 times in a row");
 }
 
+/* Signals. The server's libuv watchers take SIGINT and SIGTERM over when
+ * it starts (and reset them to SIG_DFL when it stops), while libFuzzer's
+ * own handlers print its statistics and exit. So once the server answers,
+ * libFuzzer's handlers are put back: Ctrl-C or a SIGTERM from outside stop
+ * the fuzzer as usual. To stop the server the harness gives SIGTERM back to
+ * libuv for one kill(). */
+static struct sigaction fuzzer_int, fuzzer_term, uv_term;
+static bool fuzzer_handlers_saved;
+
+static void give_signals_to_fuzzer(void)
+{
+    sigaction(SIGINT, &fuzzer_int, NULL);
+    sigaction(SIGTERM, &fuzzer_term, NULL);
+}
+
+/* After the server answered a request (its watchers are installed). */
+static void take_signals_from_server(void)
+{
+    sigaction(SIGTERM, NULL, &uv_term);
+    give_signals_to_fuzzer();
+}
+
+/* The server of the current input, and whether the harness is stopping it. */
+static server_thread *current;
+static bool stopping;
+
+/* Called before a finding is reported: the server stopped cleanly (exit
+ * code 0) without the harness asking, i.e. a SIGINT or SIGTERM from
+ * outside reached libuv's watchers before the harness had given the signals
+ * back to libFuzzer (while the server starts). That is the user stopping the
+ * fuzzer, not a finding: hand the interrupt to libFuzzer, which prints its
+ * statistics and exits. */
+static void stopped_from_outside(void)
+{
+    if (current == NULL || stopping || !atomic_load(&current->exited) || current->exit_code != 0)
+        return;
+    if (!fuzzer_handlers_saved)
+        return;
+    fprintf(stderr, "\nfuzz_server: the server was stopped by a signal from outside\n");
+    give_signals_to_fuzzer();
+    raise(SIGINT);
+    _exit(130); /* only when libFuzzer's handler did not exit */
+}
+
 /* The server's own SIGTERM watcher stops it; its exit code must be 0. */
 static void stop_server(server_thread *st)
 {
+    stopping = true;
     if (atomic_load(&st->exited))
         finding("the server stopped by itself (exit code %d)", st->exit_code);
+    sigaction(SIGTERM, &uv_term, NULL);
     kill(getpid(), SIGTERM);
     pthread_join(st->thread, NULL);
+    give_signals_to_fuzzer();
     if (st->exit_code != 0)
         finding("the server returned %d after SIGTERM", st->exit_code);
 }
@@ -476,8 +526,26 @@ static void client_close(client *c)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     server_thread st;
+    if (!fuzzer_handlers_saved) { /* libFuzzer's, installed after Initialize */
+        sigaction(SIGINT, NULL, &fuzzer_int);
+        sigaction(SIGTERM, NULL, &fuzzer_term);
+        fuzzer_handlers_saved = true;
+    }
     int fd = start_server(&st);
     int port = st.opts.port;
+    current = &st;
+    stopping = false;
+    {
+        /* One answered request: the server's loop runs, its watchers are set. */
+        int probe = connect_to(port);
+        if (probe < 0)
+            finding("cannot open a second connection to the server");
+        reader pr = {.fd = probe};
+        cJSON_Delete(request(&pr, "{\"cmd\":\"status\"}\n"));
+        close(probe);
+        free(pr.buf);
+        take_signals_from_server();
+    }
     size_t max_lines = 1;
     for (size_t i = 0; i < size; i++)
         max_lines += data[i] == '\n';
@@ -529,6 +597,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     client_close(&clients[1]);
     check_world(port);
     stop_server(&st);
+    current = NULL;
     free(copy);
     return 0;
 }
