@@ -3,10 +3,14 @@
  * client.
  *
  * Frame delivery: while the client's frames in flight stay within
- * opts.frame_budget bytes, a frame is written at once. Beyond it, each
+ * opts.frame_budget bytes, a frame is accepted at once. Beyond it, each
  * instance keeps only its newest frame in a slot, and slots are flushed in
  * order as writes complete: a slow viewer skips frames, never grows a queue
- * and never slows the stepping.
+ * and never slows the stepping. Accepted frames are gathered and written
+ * with ONE uv_write (one buffer per frame) per loop wake-up: the server's
+ * check handle, which runs right after libuv's poll, flushes every
+ * connection's gathered frames. Any other write to the connection (a reply,
+ * an event) flushes them first, so nothing overtakes a frame.
  *
  * Events (wind and debug changes) work the same way: while the client's
  * events in flight stay within CD_EVENT_BUDGET they are written at once;
@@ -36,11 +40,16 @@ typedef struct cd_write {
     uv_write_t req;
     cd_conn *conn;
     cd_write_kind kind;
-    cd_frame_buf *frame; /* CD_WRITE_FRAME */
-    char *line;          /* owned reply or event line */
-    size_t len;          /* bytes written */
-    size_t cost;         /* what it is counted at: len + this struct */
+    char *line;           /* owned reply or event line */
+    size_t len;           /* bytes written */
+    size_t cost;          /* what it is counted at: len + this struct (+ entries) */
+    uint32_t frame_count; /* CD_WRITE_FRAME: the gathered frames, a reference each */
+    cd_frame_buf *frames[];
 } cd_write;
+
+/* What one gathered frame costs besides its bytes: its pointer in the
+ * write, its uv_buf_t, and libuv's copy of that buffer array. */
+#define CD_FRAME_ENTRY_COST (sizeof(cd_frame_buf *) + 2 * sizeof(uv_buf_t))
 
 /* The newest event of one kind (and instance) waiting for a slow client. */
 struct cd_event_slot {
@@ -57,6 +66,7 @@ static void stop_reading(cd_conn *conn);
 
 static void flush_slots(cd_conn *conn);
 static void flush_event_slots(cd_conn *conn);
+static void flush_gather(cd_conn *conn);
 
 static size_t *bytes_of(cd_conn *conn, cd_write_kind kind)
 {
@@ -70,8 +80,8 @@ static void on_write_done(uv_write_t *req, int status)
     cd_write *w = (cd_write *)req;
     cd_conn *conn = w->conn;
     *bytes_of(conn, w->kind) -= w->cost;
-    if (w->frame != NULL)
-        cd_frame_buf_unref(w->frame);
+    for (uint32_t i = 0; i < w->frame_count; i++)
+        cd_frame_buf_unref(w->frames[i]);
     free(w->line);
     free(w);
     if (status < 0) {
@@ -84,10 +94,14 @@ static void on_write_done(uv_write_t *req, int status)
     }
 }
 
-/* Queues `w` (kind, line or frame, len set); counts its cost while it is in
- * flight. On failure nothing is counted and the caller frees. */
+/* Queues `w` (a reply or event line: kind, line, len set); counts its cost
+ * while it is in flight. Gathered frames go first. On failure nothing is
+ * counted and the caller frees. */
 static bool queue_write(cd_conn *conn, cd_write *w, const void *data)
 {
+    flush_gather(conn);
+    if (conn->closing)
+        return false;
     uv_buf_t buf = uv_buf_init((char *)data, (unsigned)w->len);
     w->conn = conn;
     w->cost = w->len + sizeof *w;
@@ -226,28 +240,90 @@ void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err)
     cd_conn_send_line(conn, line, len);
 }
 
-static bool write_frame(cd_conn *conn, cd_frame_buf *frame)
+static void on_flush_check(uv_check_t *check)
 {
-    cd_write *w = calloc(1, sizeof *w);
-    if (w == NULL)
-        return false;
-    cd_frame_buf_ref(frame);
-    w->kind = CD_WRITE_FRAME;
-    w->frame = frame;
-    w->len = frame->len;
-    if (!queue_write(conn, w, frame->data)) {
-        cd_frame_buf_unref(frame);
-        free(w);
-        cd_conn_close(conn);
-        return false;
-    }
-    return true;
+    uv_check_stop(check);
+    cd_conn_flush_gathered(check->data);
 }
 
+/* Takes a reference to `frame` into the connection's gather and counts its
+ * cost (and, for the first, the write that will carry them). */
+static void gather_frame(cd_conn *conn, cd_frame_buf *frame)
+{
+    if (conn->gather_count == conn->gather_cap) {
+        uint32_t cap = conn->gather_cap ? conn->gather_cap * 2 : 16;
+        cd_frame_buf **grown = realloc(conn->gather, cap * sizeof *grown);
+        if (grown == NULL)
+            return; /* out of memory: this frame is skipped */
+        conn->gather = grown;
+        conn->gather_cap = cap;
+    }
+    if (conn->gather_count == 0)
+        conn->frame_bytes += sizeof(cd_write);
+    cd_frame_buf_ref(frame);
+    conn->gather[conn->gather_count++] = frame;
+    conn->frame_bytes += frame->len + CD_FRAME_ENTRY_COST;
+    cd_server *server = conn->server;
+    if (!server->frames_gathered && !uv_is_closing((uv_handle_t *)&server->flush_check)) {
+        server->frames_gathered = true;
+        uv_check_start(&server->flush_check, on_flush_check);
+    }
+}
+
+/* The gathered frames in one uv_write, one buffer each. */
+static void flush_gather(cd_conn *conn)
+{
+    const uint32_t n = conn->gather_count;
+    if (n == 0 || conn->closing)
+        return;
+    conn->gather_count = 0;
+    size_t len = 0, cost = sizeof(cd_write);
+    for (uint32_t i = 0; i < n; i++) {
+        len += conn->gather[i]->len;
+        cost += conn->gather[i]->len + CD_FRAME_ENTRY_COST;
+    }
+    uv_buf_t few[64];
+    uv_buf_t *bufs = n <= 64 ? few : malloc(n * sizeof *bufs);
+    cd_write *w = malloc(sizeof *w + n * sizeof w->frames[0]);
+    if (w != NULL) {
+        memset(w, 0, sizeof *w);
+        w->conn = conn;
+        w->kind = CD_WRITE_FRAME;
+        w->len = len;
+        w->cost = cost;
+        w->frame_count = n;
+        memcpy(w->frames, conn->gather, n * sizeof w->frames[0]);
+    }
+    int rc = UV_ENOMEM;
+    if (w != NULL && bufs != NULL) {
+        for (uint32_t i = 0; i < n; i++)
+            bufs[i] = uv_buf_init((char *)w->frames[i]->data, (unsigned)w->frames[i]->len);
+        rc = uv_write(&w->req, (uv_stream_t *)&conn->tcp, bufs, n, on_write_done);
+    }
+    if (bufs != few)
+        free(bufs);
+    if (rc == 0)
+        return; /* counted since each frame was gathered; on_write_done uncounts */
+    conn->frame_bytes -= cost;
+    for (uint32_t i = 0; i < n; i++)
+        cd_frame_buf_unref(conn->gather[i]);
+    free(w);
+    cd_conn_close(conn);
+}
+
+void cd_conn_flush_gathered(cd_server *server)
+{
+    server->frames_gathered = false;
+    for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next)
+        flush_gather(conn);
+}
+
+/* Fits the budget: a frame, its entry and (for the first gathered) its
+ * write. A client with nothing in flight always takes one frame. */
 static bool within_budget(const cd_conn *conn, size_t len)
 {
-    return conn->frame_bytes == 0 ||
-           conn->frame_bytes + len + sizeof(cd_write) <= conn->server->opts.frame_budget;
+    size_t cost = len + CD_FRAME_ENTRY_COST + (conn->gather_count == 0 ? sizeof(cd_write) : 0);
+    return conn->frame_bytes == 0 || conn->frame_bytes + cost <= conn->server->opts.frame_budget;
 }
 
 static void flush_slots(cd_conn *conn)
@@ -255,11 +331,9 @@ static void flush_slots(cd_conn *conn)
     uint32_t sent = 0;
     while (sent < conn->slot_count && !conn->closing &&
            within_budget(conn, conn->slots[sent].frame->len)) {
-        /* The slot gives its reference up first: a failed write closes the
-         * connection, which drops what the slots still hold. */
         cd_frame_buf *frame = conn->slots[sent].frame;
         conn->slots[sent].frame = NULL;
-        write_frame(conn, frame);
+        gather_frame(conn, frame);
         cd_frame_buf_unref(frame);
         sent++;
     }
@@ -299,7 +373,7 @@ void cd_conn_send_frame(cd_conn *conn, cd_frame_buf *frame)
     /* Once a frame waits in a slot, later ones go through the slots too, so
      * that an instance's frames never overtake each other. */
     if (conn->slot_count == 0 && within_budget(conn, frame->len)) {
-        write_frame(conn, frame);
+        gather_frame(conn, frame);
         return;
     }
     put_slot(conn, frame);
@@ -382,6 +456,9 @@ void cd_conn_close_after_writes(cd_conn *conn)
         return;
     stop_reading(conn);
     conn->in_len = 0;
+    flush_gather(conn); /* frames accepted before go out before the close */
+    if (conn->closing)
+        return;
     conn->draining = true;
     uv_shutdown_t *req = calloc(1, sizeof *req);
     if (req == NULL || uv_shutdown(req, (uv_stream_t *)&conn->tcp, on_shutdown) != 0) {
@@ -610,6 +687,9 @@ void cd_conn_close(cd_conn *conn)
     for (uint32_t i = 0; i < conn->slot_count; i++)
         cd_frame_buf_unref(conn->slots[i].frame);
     conn->slot_count = 0;
+    for (uint32_t i = 0; i < conn->gather_count; i++)
+        cd_frame_buf_unref(conn->gather[i]);
+    conn->gather_count = 0;
     free_event_slots(conn);
     uv_close((uv_handle_t *)&conn->tcp, on_close);
 }
@@ -629,6 +709,7 @@ static void on_close(uv_handle_t *handle)
         cd_request_free(&conn->deferred);
     free(conn->in);
     free(conn->slots);
+    free(conn->gather);
     free(conn->event_slots);
     free(conn->subs);
     free(conn);

@@ -41,11 +41,20 @@ typedef struct cd_token {
 typedef struct cd_frame_buf {
     uint32_t refs;
     cd_id instance;
+    uint32_t particles;
+    bool quantize; /* the 16-bit form (flags bit 0) */
     size_t len;
     uint8_t data[];
 } cd_frame_buf;
 
-/* refs = 1; NULL on OOM. `quantize`: the 16-bit form (flags bit 0). */
+/* A frame buffer for `particles` positions in one form, not yet filled;
+ * refs = 1; NULL on OOM. Loop thread only. */
+cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, bool quantize);
+/* Encodes the current state of `inst` (its id and particle count are the
+ * buffer's) into `frame`. Allocates nothing: a worker calls it right after
+ * the step, on the instance it owns. */
+void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst);
+/* alloc + fill on the loop thread; refs = 1; NULL on OOM. */
 cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, bool quantize);
 void cd_frame_buf_ref(cd_frame_buf *frame);
 void cd_frame_buf_unref(cd_frame_buf *frame); /* NULL is fine */
@@ -93,6 +102,12 @@ struct cd_conn {
     size_t event_bytes; /* events */
     cd_frame_slot *slots; /* newest skipped frame per instance */
     uint32_t slot_count, slot_cap;
+    /* Frames accepted (within the budget, counted in frame_bytes) and not
+     * yet handed to libuv: written with one gathered uv_write per loop
+     * wake-up (the server's flush check), or before any other write to
+     * this connection so that nothing overtakes them. */
+    cd_frame_buf **gather;
+    uint32_t gather_count, gather_cap;
     cd_event_slot *event_slots; /* newest waiting event per kind and instance */
     uint32_t event_slot_count, event_slot_cap;
 
@@ -116,6 +131,8 @@ struct cd_server {
     uint32_t conn_count;
     uv_timer_t line_timer; /* runs while a connection holds a partial line */
     uv_timer_t pause_timer; /* resumes paused connections */
+    uv_check_t flush_check; /* after each poll: writes the gathered frames */
+    bool frames_gathered;   /* some connection holds gathered frames */
     cd_token full_token, readonly_token;
     uint8_t *busy; /* per instance slot (cd_id_index): being stepped */
     uint32_t busy_count;
@@ -130,8 +147,13 @@ void cd_conn_accept(cd_server *server);
 void cd_conn_send_line(cd_conn *conn, char *line, size_t len);
 void cd_conn_send_reply(cd_conn *conn, cJSON *reply); /* deletes reply */
 void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err);
-/* Sends now, or keeps it as the instance's newest pending frame. */
+/* Sends `frame` (gathered: written with the connection's other frames of
+ * this loop wake-up in one uv_write), or keeps it as the instance's newest
+ * pending frame when the client's frame budget is full. */
 void cd_conn_send_frame(cd_conn *conn, cd_frame_buf *frame);
+/* Writes the frames gathered on every connection, one uv_write each (the
+ * server's check handle calls it once per loop iteration). */
+void cd_conn_flush_gathered(cd_server *server);
 /* Sends an event line (copied), or keeps it as the newest pending event of
  * its `key` (kind and instance: cd_event_key) when the client lags. */
 void cd_conn_send_event(cd_conn *conn, uint64_t key, const char *line, size_t len);

@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""Through-the-server bench: clothd driven over TCP as a game server would.
+
+Starts one or more clothd binaries (--clothd, repeatable, e.g. a "before" and
+an "after" build) and, for each, measures in one interleaved run:
+
+1. capes: 64 awake capes of 32x32 (8 solver iterations, sleepThreshold 0,
+   top row pinned, a global aero wind blowing), 2 workers. A stepping
+   client sends `{"cmd":"step"}` (every instance) and waits for the reply,
+   back to back; the time from the request's send to the reply's last byte
+   is one sample. Measured with 0 subscribers and with 4 subscribers: each
+   a separate process that subscribes to every instance and reads frames as
+   fast as it can (counting them, and the frames it missed: a subscriber
+   that keeps up misses none). The rounds alternate 0 / 4 subscribers and
+   the binaries, so that a drifting machine hits every case alike.
+   Also the server's CPU per step, split into the loop thread and the rest
+   (the workers), from /proc/PID/task/*/schedstat (nanoseconds).
+2. tiny: a `step` of one 2x2 instance, and a `step` with `"instances":[]`
+   (no instance), N times one after the other on one connection; the
+   server's CPU per request (all its threads, from schedstat) and the round
+   trip's p50 as the client sees it.
+
+Prints a table, then one machine-readable line per case and binary:
+
+    BENCH {"case":"server_capes","label":"after",...}
+    BENCH {"case":"server_tiny","label":"after",...}
+
+Benchmarks report figures; nothing here fails on a slow machine. The exit
+code is non-zero only when a server cannot be started or misbehaves.
+"""
+
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+BANNER = re.compile(rb"listening on ([0-9.]+):(\d+) \((\d+) workers\)")
+
+CAPES = 64
+CAPE_N = 32
+CAPE_ITERS = 8
+CAPE_SPACING = 0.03
+WIND = [3.0, 0.0, 1.5]
+WORKERS = 2
+SUBSCRIBERS = 4
+WARMUP_STEPS = 30
+TINY_REQUESTS = 4000
+TARGET_P99_MS = 8.0
+TARGET_SUB_PCT = 10.0
+TARGET_TINY_US = 50.0
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---- a minimal line client ------------------------------------------------
+
+class Line:
+    """One connection: JSON lines out, replies in (frames are not expected
+    on it: the stepping client never subscribes)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.next_id = 1
+
+    def send(self, obj):
+        obj = dict(obj, id=self.next_id)
+        self.next_id += 1
+        self.sock.sendall(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+
+    def reply(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise BenchError("server closed the connection")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        msg = json.loads(line)
+        if not msg.get("ok"):
+            raise BenchError(f"request failed: {line.decode()}")
+        return msg
+
+    def ask(self, obj):
+        self.send(obj)
+        return self.reply()
+
+    def close(self):
+        self.sock.close()
+
+
+class Server:
+    def __init__(self, label, path, workers=WORKERS):
+        self.label = label
+        if not os.access(path, os.X_OK):
+            raise BenchError(f"{label}: {path} is missing; run `make BUILD=... all`")
+        self.proc = subprocess.Popen([path, "--port", "0", "--workers", str(workers)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = self.proc.stdout.readline()
+        m = BANNER.search(line)
+        if not m:
+            self.proc.kill()
+            raise BenchError(f"{label}: unexpected banner {line!r}")
+        self.port = int(m.group(2))
+
+    def thread_ns(self):
+        """(loop thread ns, all threads ns) on CPU so far."""
+        pid = self.proc.pid
+        loop = total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    ns = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            total += ns
+            if int(tid) == pid:
+                loop = ns
+        return loop, total
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise BenchError(f"{self.label}: did not exit on SIGTERM")
+            if rc != 0:
+                raise BenchError(f"{self.label}: exited with {rc}")
+
+
+# ---- subscribers: separate processes ---------------------------------------
+
+def subscriber_main(port):
+    """Subscribes to every instance and reads as fast as it can until stdin
+    closes; then prints `frames missed bytes` and exits."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(b'{"id":1,"cmd":"subscribe"}\n')
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    buf = bytearray(1 << 22)
+    view = memoryview(buf)
+    have = 0
+    frames = missed = total = 0
+    last = {}
+    stdin = sys.stdin.fileno()
+    while True:
+        ready, _, _ = select.select([sock, stdin], [], [])
+        if stdin in ready:
+            break
+        n = sock.recv_into(view[have:])
+        if n == 0:
+            break
+        total += n
+        have += n
+        pos = 0
+        while pos < have:
+            if buf[pos] == 0x89:
+                if have - pos < 40:
+                    break
+                length, inst = struct.unpack_from("<II", buf, pos + 8)
+                if have - pos < length:
+                    break
+                frame = struct.unpack_from("<Q", buf, pos + 16)[0]
+                prev = last.get(inst)
+                if prev is not None and frame > prev + 1:
+                    missed += frame - prev - 1
+                last[inst] = frame
+                frames += 1
+                pos += length
+            else:
+                nl = buf.find(b"\n", pos, have)
+                if nl < 0:
+                    break
+                pos = nl + 1
+        if pos:
+            buf[:have - pos] = buf[pos:have]
+            have -= pos
+        if have == len(buf):
+            raise SystemExit("subscriber: message larger than the buffer")
+    sock.close()
+    sys.stdout.write(f"{frames} {missed} {total}\n")
+    sys.stdout.flush()
+
+
+class Subscribers:
+    def __init__(self, port, count):
+        self.procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
+                                        "--subscriber", str(port)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                      for _ in range(count)]
+        for p in self.procs:
+            if p.stdout.readline().strip() != "ready":
+                raise BenchError("a subscriber did not start")
+
+    def stop(self):
+        frames = missed = 0
+        for p in self.procs:
+            p.stdin.close()
+        for p in self.procs:
+            out = p.stdout.readline().split()
+            p.wait(timeout=30)
+            if len(out) == 3:
+                frames += int(out[0])
+                missed += int(out[1])
+        return frames, missed
+
+
+# ---- the cases ---------------------------------------------------------------
+
+def setup_capes(server):
+    c = Line(server.port)
+    ids = []
+    for i in range(CAPES):
+        x, z = (i % 8) * 1.2, (i // 8) * 1.2
+        r = c.ask({"cmd": "create", "width": CAPE_N, "height": CAPE_N, "spacing": CAPE_SPACING,
+                   "origin": [x, 2.0, z], "solverIterations": CAPE_ITERS, "sleepThreshold": 0})
+        ids.append(r["instance"])
+        c.ask({"cmd": "pin", "instance": r["instance"], "particles": list(range(CAPE_N))})
+    c.ask({"cmd": "wind", "wind": WIND})
+    for _ in range(WARMUP_STEPS):
+        c.ask({"cmd": "step"})
+    return c
+
+
+def percentile(values, p):
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def run_steps(server, client, steps):
+    """`steps` back-to-back steps; their round trips (s) and the server's CPU."""
+    loop0, all0 = server.thread_ns()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        r = client.ask({"cmd": "step"})
+        times.append(time.perf_counter() - t0)
+        if r.get("stepped") != CAPES or r.get("sleeping"):
+            raise BenchError(f"{server.label}: step reply {r}")
+    loop1, all1 = server.thread_ns()
+    return times, loop1 - loop0, all1 - all0
+
+
+def run_capes(servers, rounds, steps, log):
+    clients = {s.label: setup_capes(s) for s in servers}
+    res = {s.label: {n: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0}
+                     for n in (0, SUBSCRIBERS)} for s in servers}
+    for rnd in range(rounds):
+        order = servers if rnd % 2 == 0 else servers[::-1]
+        subs_order = (0, SUBSCRIBERS) if rnd % 2 == 0 else (SUBSCRIBERS, 0)
+        for s in order:
+            for n in subs_order:
+                log(f"  capes: round {rnd + 1}/{rounds}, {s.label}, {n} subscribers ...")
+                subs = Subscribers(s.port, n) if n else None
+                # let the subscribers' current frames go out before timing
+                run_steps(s, clients[s.label], 3)
+                t, loop_ns, all_ns = run_steps(s, clients[s.label], steps)
+                r = res[s.label][n]
+                r["t"] += t
+                r["loop_ns"] += loop_ns
+                r["all_ns"] += all_ns
+                if subs:
+                    f, m = subs.stop()
+                    r["frames"] += f
+                    r["missed"] += m
+    for c in clients.values():
+        c.close()
+    rows = []
+    for s in servers:
+        row = {"case": "server_capes", "label": s.label, "capes": CAPES, "n": CAPE_N,
+               "iters": CAPE_ITERS, "workers": WORKERS, "rounds": rounds,
+               "steps_per_round": steps}
+        for n in (0, SUBSCRIBERS):
+            r = res[s.label][n]
+            count = len(r["t"])
+            key = f"subs{n}"
+            row[f"{key}_p50_ms"] = round(1e3 * percentile(r["t"], 50), 3)
+            row[f"{key}_p99_ms"] = round(1e3 * percentile(r["t"], 99), 3)
+            row[f"{key}_mean_ms"] = round(1e3 * statistics.mean(r["t"]), 3)
+            row[f"{key}_loop_cpu_us_per_step"] = round(r["loop_ns"] / count / 1e3, 1)
+            row[f"{key}_server_cpu_us_per_step"] = round(r["all_ns"] / count / 1e3, 1)
+            if n:
+                row[f"{key}_frames_read"] = r["frames"]
+                row[f"{key}_frames_missed"] = r["missed"]
+        added = 100.0 * (row[f"subs{SUBSCRIBERS}_p50_ms"] / row["subs0_p50_ms"] - 1.0)
+        row["subs_added_p50_pct"] = round(added, 1)
+        row["verdict_p99"] = "PASS" if row[f"subs{SUBSCRIBERS}_p99_ms"] <= TARGET_P99_MS else "MISS"
+        row["verdict_subs"] = "PASS" if added <= TARGET_SUB_PCT else "MISS"
+        rows.append(row)
+    return rows
+
+
+def tiny_pass(server, client, request, count):
+    loop0, all0 = server.thread_ns()
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        client.ask(request)
+        times.append(time.perf_counter() - t0)
+    loop1, all1 = server.thread_ns()
+    return times, all1 - all0, loop1 - loop0
+
+
+def run_tiny(servers, rounds, count, log):
+    state = {}
+    for s in servers:
+        c = Line(s.port)
+        inst = c.ask({"cmd": "create", "width": 2, "height": 2, "spacing": 0.5,
+                      "origin": [0, 2, 0], "sleepThreshold": 0})["instance"]
+        state[s.label] = (c, inst)
+    cases = (("tiny", lambda inst: {"cmd": "step", "instance": inst}),
+             ("none", lambda inst: {"cmd": "step", "instances": []}))
+    res = {s.label: {k: {"t": [], "ns": 0, "loop_ns": 0} for k, _ in cases} for s in servers}
+    for rnd in range(rounds):
+        order = servers if rnd % 2 == 0 else servers[::-1]
+        for s in order:
+            c, inst = state[s.label]
+            for key, make in cases:
+                log(f"  tiny: round {rnd + 1}/{rounds}, {s.label}, {key} ...")
+                tiny_pass(s, c, make(inst), 200)  # warm
+                t, ns, loop_ns = tiny_pass(s, c, make(inst), count)
+                r = res[s.label][key]
+                r["t"] += t
+                r["ns"] += ns
+                r["loop_ns"] += loop_ns
+    rows = []
+    for s in servers:
+        c, inst = state[s.label]
+        c.ask({"cmd": "destroy", "instance": inst})
+        c.close()
+        row = {"case": "server_tiny", "label": s.label, "requests": rounds * count}
+        for key, _ in cases:
+            r = res[s.label][key]
+            n = len(r["t"])
+            row[f"{key}_cpu_us"] = round(r["ns"] / n / 1e3, 2)
+            row[f"{key}_loop_cpu_us"] = round(r["loop_ns"] / n / 1e3, 2)
+            row[f"{key}_rtt_p50_us"] = round(1e6 * percentile(r["t"], 50), 1)
+            row[f"{key}_rtt_p99_us"] = round(1e6 * percentile(r["t"], 99), 1)
+        row["verdict_tiny"] = "PASS" if row["tiny_cpu_us"] < TARGET_TINY_US else "MISS"
+        rows.append(row)
+    return rows
+
+
+def print_tables(capes, tiny):
+    n = SUBSCRIBERS
+    print()
+    print(f"Through the server: {CAPES} capes of {CAPE_N}² at {CAPE_ITERS} iterations, awake, wind "
+          f"{WIND}, {WORKERS} workers; step reply round trip as the stepping client sees it")
+    head = (f"{'build':<10} {'0 subs p50':>10} {'p99':>7} {f'{n} subs p50':>10} {'p99':>7} "
+            f"{'added':>7} {'loop µs/step 0/' + str(n):>18} {'server µs/step 0/' + str(n):>20} "
+            f"{'frames read':>11} {'missed':>7}")
+    print(head)
+    print("-" * len(head))
+    for r in capes:
+        print(f"{r['label']:<10} {r['subs0_p50_ms']:>10.2f} {r['subs0_p99_ms']:>7.2f} "
+              f"{r[f'subs{n}_p50_ms']:>10.2f} {r[f'subs{n}_p99_ms']:>7.2f} "
+              f"{r['subs_added_p50_pct']:>6.1f}% "
+              f"{str(r['subs0_loop_cpu_us_per_step']) + ' / ' + str(r[f'subs{n}_loop_cpu_us_per_step']):>18} "
+              f"{str(r['subs0_server_cpu_us_per_step']) + ' / ' + str(r[f'subs{n}_server_cpu_us_per_step']):>20} "
+              f"{r[f'subs{n}_frames_read']:>11} {r[f'subs{n}_frames_missed']:>7}")
+    print(f"   targets: p99 with {n} subscribers <= {TARGET_P99_MS} ms; {n} subscribers add "
+          f"<= {TARGET_SUB_PCT}% to the p50")
+    print()
+    print("A `step` through the socket, one request at a time: server CPU per request "
+          "(all threads / loop thread) and round trip")
+    head = (f"{'build':<10} {'1 tiny: CPU µs':>14} {'loop':>7} {'rtt p50 µs':>10} "
+            f"{'none: CPU µs':>12} {'loop':>7} {'rtt p50 µs':>10}")
+    print(head)
+    print("-" * len(head))
+    for r in tiny:
+        print(f"{r['label']:<10} {r['tiny_cpu_us']:>14.1f} {r['tiny_loop_cpu_us']:>7.1f} "
+              f"{r['tiny_rtt_p50_us']:>10.1f} {r['none_cpu_us']:>12.1f} {r['none_loop_cpu_us']:>7.1f} "
+              f"{r['none_rtt_p50_us']:>10.1f}")
+    print(f"   target: a tiny step < {TARGET_TINY_US} µs of server CPU")
+    print()
+    for r in capes + tiny:
+        print("BENCH " + json.dumps(r, separators=(",", ":")))
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--subscriber":
+        subscriber_main(int(sys.argv[2]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clothd", action="append", metavar="[LABEL=]PATH",
+                    help="a clothd binary (repeatable; default build/clothd)")
+    ap.add_argument("--build", default="build", help="build folder for the default binary")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=100, help="timed steps per round and case")
+    ap.add_argument("--tiny", type=int, default=TINY_REQUESTS, help="requests per tiny round")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args()
+
+    specs = args.clothd or [f"{args.build}/clothd"]
+    servers = []
+
+    def log(msg):
+        if not args.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    try:
+        for spec in specs:
+            label, _, path = spec.rpartition("=")
+            servers.append(Server(label or os.path.basename(os.path.dirname(path)) or path, path))
+        tiny = run_tiny(servers, args.rounds, args.tiny, log)
+        capes = run_capes(servers, args.rounds, args.steps, log)
+        print_tables(capes, tiny)
+        for s in servers:
+            s.stop()
+    except BenchError as e:
+        print(f"bench_server: {e}", file=sys.stderr)
+        for s in servers:
+            if s.proc.poll() is None:
+                s.proc.kill()
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
