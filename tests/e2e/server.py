@@ -180,7 +180,12 @@ class Server:
         return Client(self.host, self.port, timeout, **kwargs).connect()
 
     def rss_kib(self) -> int:
-        """VmRSS of the server process in KiB (Linux /proc)."""
+        """VmRSS of the server process in KiB (Linux /proc). Under a
+        sanitizer build (run_all.py --sanitizer) the test is skipped here:
+        ASan's quarantine and TSan's shadow memory make RSS bounds
+        meaningless (the release run of the suite keeps them)."""
+        if os.environ.get("CLOTHD_SANITIZER"):
+            raise unittest.SkipTest(f"RSS is not measured under {os.environ['CLOTHD_SANITIZER']}")
         with open(f"/proc/{self.pid}/status") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
