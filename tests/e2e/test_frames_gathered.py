@@ -219,6 +219,29 @@ class WorkerEncodedFramesTest(unittest.TestCase):
         self.assertEqual(got, [3, 6])
 
 
+class InlineStepTest(unittest.TestCase):
+    def test_a_small_instance_stepped_inline_should_match_its_twin_stepped_on_the_pool(self):
+        srv = fresh_server(self)
+        c = Raw(srv)
+        self.addCleanup(c.close)
+        cloth = {"cmd": "create", "width": 4, "height": 4, "spacing": 0.1, "origin": [0, 2, 0],
+                 "sleepThreshold": 0}
+        alone = c.ask(cloth)["instance"]  # 64 work units: inline
+        twin = c.ask(cloth)["instance"]
+        big = c.ask(dict(cloth, width=24, height=24))["instance"]  # with it: the pool
+        for inst in (alone, twin):
+            c.ask({"cmd": "pin", "instance": inst, "particles": [0, 3]})
+            c.ask({"cmd": "wind", "instance": inst, "wind": [3, 0, 2]})
+        for _ in range(40):
+            self.assertEqual(c.ask({"cmd": "step", "instance": alone})["stepped"], 1)
+            self.assertEqual(c.ask({"cmd": "step", "instances": [twin, big]})["stepped"], 2)
+        a = c.ask({"cmd": "get", "instance": alone})
+        b = c.ask({"cmd": "get", "instance": twin})
+        self.assertEqual(a["frame"], 40)
+        self.assertNotEqual(a["positions"][3 * 15 + 1], 2.0 - 0.3)  # it moved
+        self.assertEqual(a["positions"], b["positions"])  # printed with 9 digits: bit-exact
+
+
 class GatheredOrderTest(unittest.TestCase):
     def setUp(self):
         self.srv = fresh_server(self)
