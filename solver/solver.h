@@ -233,6 +233,8 @@ typedef struct cd_world_def {
     uint64_t max_step_work;
 } cd_world_def;
 
+/* 1024 instances of at most 262144 particles; no total or step-work limit
+ * (clothd sets its own: --max-total-particles, --max-step-work). */
 cd_world_def cd_default_world_def(void);
 
 typedef struct cd_world cd_world;
