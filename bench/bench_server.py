@@ -144,11 +144,12 @@ class Server:
 
 def subscriber_main(port):
     """Subscribes to every instance and reads as fast as it can until stdin
-    closes; then prints `frames missed bytes` and exits."""
+    closes; then prints `frames missed bytes cpu_seconds` and exits."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.sendall(b'{"id":1,"cmd":"subscribe"}\n')
     sys.stdout.write("ready\n")
     sys.stdout.flush()
+    cpu0 = sum(os.times()[:2])
     buf = bytearray(1 << 22)
     view = memoryview(buf)
     have = 0
@@ -190,7 +191,8 @@ def subscriber_main(port):
         if have == len(buf):
             raise SystemExit("subscriber: message larger than the buffer")
     sock.close()
-    sys.stdout.write(f"{frames} {missed} {total}\n")
+    cpu = sum(os.times()[:2]) - cpu0
+    sys.stdout.write(f"{frames} {missed} {total} {cpu:.6f}\n")
     sys.stdout.flush()
 
 
@@ -206,15 +208,17 @@ class Subscribers:
 
     def stop(self):
         frames = missed = 0
+        cpu = 0.0
         for p in self.procs:
             p.stdin.close()
         for p in self.procs:
             out = p.stdout.readline().split()
             p.wait(timeout=30)
-            if len(out) == 3:
+            if len(out) == 4:
                 frames += int(out[0])
                 missed += int(out[1])
-        return frames, missed
+                cpu += float(out[3])
+        return frames, missed, cpu
 
 
 # ---- the cases ---------------------------------------------------------------
@@ -258,7 +262,7 @@ def run_steps(server, client, steps):
 
 def run_capes(servers, rounds, steps, log):
     clients = {s.label: setup_capes(s) for s in servers}
-    res = {s.label: {n: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0}
+    res = {s.label: {n: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0, "sub_cpu": 0.0}
                      for n in (0, SUBSCRIBERS)} for s in servers}
     for rnd in range(rounds):
         order = servers if rnd % 2 == 0 else servers[::-1]
@@ -275,9 +279,10 @@ def run_capes(servers, rounds, steps, log):
                 r["loop_ns"] += loop_ns
                 r["all_ns"] += all_ns
                 if subs:
-                    f, m = subs.stop()
+                    f, m, cpu = subs.stop()
                     r["frames"] += f
                     r["missed"] += m
+                    r["sub_cpu"] += cpu
     for c in clients.values():
         c.close()
     rows = []
@@ -297,6 +302,9 @@ def run_capes(servers, rounds, steps, log):
             if n:
                 row[f"{key}_frames_read"] = r["frames"]
                 row[f"{key}_frames_missed"] = r["missed"]
+                # over the timed steps and the 3 before them
+                row[f"{key}_subscribers_cpu_us_per_step"] = round(
+                    1e6 * r["sub_cpu"] / (count + 3 * rounds), 1)
         added = 100.0 * (row[f"subs{SUBSCRIBERS}_p50_ms"] / row["subs0_p50_ms"] - 1.0)
         row["subs_added_p50_pct"] = round(added, 1)
         row["verdict_p99"] = "PASS" if row[f"subs{SUBSCRIBERS}_p99_ms"] <= TARGET_P99_MS else "MISS"
@@ -363,7 +371,7 @@ def print_tables(capes, tiny):
           f"{WIND}, {WORKERS} workers; step reply round trip as the stepping client sees it")
     head = (f"{'build':<10} {'0 subs p50':>10} {'p99':>7} {f'{n} subs p50':>10} {'p99':>7} "
             f"{'added':>7} {'loop µs/step 0/' + str(n):>18} {'server µs/step 0/' + str(n):>20} "
-            f"{'frames read':>11} {'missed':>7}")
+            f"{'frames read':>11} {'missed':>7} {'subs µs/step':>12}")
     print(head)
     print("-" * len(head))
     for r in capes:
@@ -372,7 +380,8 @@ def print_tables(capes, tiny):
               f"{r['subs_added_p50_pct']:>6.1f}% "
               f"{str(r['subs0_loop_cpu_us_per_step']) + ' / ' + str(r[f'subs{n}_loop_cpu_us_per_step']):>18} "
               f"{str(r['subs0_server_cpu_us_per_step']) + ' / ' + str(r[f'subs{n}_server_cpu_us_per_step']):>20} "
-              f"{r[f'subs{n}_frames_read']:>11} {r[f'subs{n}_frames_missed']:>7}")
+              f"{r[f'subs{n}_frames_read']:>11} {r[f'subs{n}_frames_missed']:>7} "
+              f"{r[f'subs{n}_subscribers_cpu_us_per_step']:>12}")
     print(f"   targets: p99 with {n} subscribers <= {TARGET_P99_MS} ms; {n} subscribers add "
           f"<= {TARGET_SUB_PCT}% to the p50")
     print()

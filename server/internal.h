@@ -137,6 +137,7 @@ struct cd_server {
     uint8_t *busy; /* per instance slot (cd_id_index): being stepped */
     uint32_t busy_count;
     cd_batch *batches; /* step batches in flight */
+    cd_batch *finished; /* finished, waiting for a worker's last notify */
     bool debug;        /* viewers' debug overlay, set by the debug command */
     bool shutting_down;
 };
@@ -217,6 +218,9 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
                                     const cd_id *ids, uint32_t count);
 /* Drains the pool's finished jobs (called on the loop thread). */
 void cd_stepper_drain(cd_server *server);
+/* On a worker, in the pool's notify after a step job is queued as done:
+ * whether the loop must be woken (the job completes its batch). */
+bool cd_stepper_job_done_wakes(void);
 /* The connection is going away: its batches must not reply to it. */
 void cd_stepper_forget_conn(cd_conn *conn);
 /* Sends the current frame of `inst` to one connection, in the form its

@@ -16,11 +16,13 @@ static void on_connection(uv_stream_t *listener, int status)
 }
 
 /* Runs on a worker thread: uv_async_send is the one thread-safe libuv call;
- * sends coalesce, and the callback drains the whole queue. */
+ * sends coalesce, and the callback drains the whole queue. Only the job that
+ * completes its batch wakes the loop (stepper.c). */
 static void notify_loop(void *arg)
 {
     cd_server *server = arg;
-    uv_async_send(&server->wake);
+    if (cd_stepper_job_done_wakes())
+        uv_async_send(&server->wake);
 }
 
 static void on_wake(uv_async_t *handle)

@@ -26,6 +26,17 @@
  * than such a step. The result is the same bits: a step is a pure function
  * of the instance, whichever thread runs it.
  *
+ * One wake-up per batch, not per job: the pool calls the server's notify
+ * after each job it queues as done, and cd_stepper_job_done_wakes answers
+ * whether the loop must be woken: only for the job that completes its
+ * batch. Each batch counts its jobs not yet through that call
+ * (`unnotified`); the worker decrements it after the job is queued as done,
+ * so when it reaches zero every job of the batch is in the done ring, and
+ * that worker wakes the loop. A worker may still be decrementing when the
+ * loop (woken by another batch) has already drained and finished the
+ * batch: a finished batch whose count is not zero yet is kept on a list and
+ * freed by a later drain (the last decrement wakes the loop for it).
+ *
  * The reply is printed directly (no cJSON tree): this is the one reply a
  * game server asks for every frame. */
 #include <math.h>
@@ -55,6 +66,7 @@ typedef struct cd_step_job {
 
 struct cd_batch {
     cd_server *server;
+    uint32_t unnotified; /* atomic: jobs the pool has not yet notified for */
     cd_conn *conn; /* NULL once the requester has gone */
     char *id_text; /* the request's id as printed in the reply; NULL: none */
     char id_int[16]; /* id_text of an integer id (no allocation) */
@@ -65,9 +77,14 @@ struct cd_batch {
 
 static void finish_batch(cd_server *server, cd_batch *batch);
 
+/* The batch of the job this worker thread ran last, for the notify that the
+ * pool makes right after queuing it as done. */
+static _Thread_local cd_batch *worker_batch;
+
 static void run_step_job(cd_job *job)
 {
     cd_step_job *sj = (cd_step_job *)job;
+    worker_batch = sj->batch;
     sj->result = cd_instance_step(sj->inst, sj->dt, sj->global_wind);
     if (sj->result.unstable || sj->result.sleeping)
         return; /* nothing moved: no frame is sent */
@@ -138,6 +155,7 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
         return CD_DISPATCH_DONE;
     }
     batch->count = batch->pending = count;
+    __atomic_store_n(&batch->unnotified, count, __ATOMIC_RELAXED);
     batch->next = server->batches;
     server->batches = batch;
     conn->own_batch = batch;
@@ -165,6 +183,11 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
         if (inline_batch || !cd_pool_submit(server->pool, &sj->job)) {
             run_step_job(&sj->job);
             batch->pending--;
+            /* No notify comes for this job. Should it be the batch's last
+             * count, no worker wakes the loop for the jobs already done. */
+            if (__atomic_sub_fetch(&batch->unnotified, 1, __ATOMIC_ACQ_REL) == 0 &&
+                batch->pending > 0)
+                uv_async_send(&server->wake);
         }
     }
     if (batch->pending == 0) {
@@ -212,6 +235,14 @@ static void unlink_batch(cd_server *server, cd_batch *batch)
             return;
         }
     }
+}
+
+bool cd_stepper_job_done_wakes(void)
+{
+    cd_batch *batch = worker_batch;
+    worker_batch = NULL;
+    /* After this decrement the batch may be freed at any moment. */
+    return batch == NULL || __atomic_sub_fetch(&batch->unnotified, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
 static void free_batch(cd_batch *batch)
@@ -397,9 +428,33 @@ static void finish_batch(cd_server *server, cd_batch *batch)
         if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
             fan_out(server, &batch->jobs[i]);
     /* Only now may other requests touch (or destroy) these instances. */
-    for (uint32_t i = 0; i < batch->count; i++)
+    for (uint32_t i = 0; i < batch->count; i++) {
         cd_server_set_busy(server, batch->jobs[i].id, false);
-    free_batch(batch);
+        cd_frame_buf_unref(batch->jobs[i].forms[0]);
+        cd_frame_buf_unref(batch->jobs[i].forms[1]);
+        batch->jobs[i].forms[0] = batch->jobs[i].forms[1] = NULL;
+    }
+    /* A worker may not yet be through its notify for this batch. */
+    if (__atomic_load_n(&batch->unnotified, __ATOMIC_ACQUIRE) == 0) {
+        free_batch(batch);
+    } else {
+        batch->next = server->finished;
+        server->finished = batch;
+    }
+}
+
+/* Frees the finished batches no worker touches any more. */
+static void free_finished(cd_server *server, bool all)
+{
+    for (cd_batch **p = &server->finished; *p != NULL;) {
+        cd_batch *batch = *p;
+        if (all || __atomic_load_n(&batch->unnotified, __ATOMIC_ACQUIRE) == 0) {
+            *p = batch->next;
+            free_batch(batch);
+        } else {
+            p = &batch->next;
+        }
+    }
 }
 
 void cd_stepper_drain(cd_server *server)
@@ -411,8 +466,10 @@ void cd_stepper_drain(cd_server *server)
             server->batches = batch->next;
             free_batch(batch);
         }
+        free_finished(server, true);
         return;
     }
+    free_finished(server, false);
     bool finished = false;
     cd_job *job;
     while ((job = cd_pool_take_done(server->pool)) != NULL) {

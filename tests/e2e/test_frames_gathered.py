@@ -19,6 +19,7 @@ import math
 import os
 import socket
 import struct
+import threading
 import unittest
 
 from server import REPO, fresh_server
@@ -240,6 +241,53 @@ class InlineStepTest(unittest.TestCase):
         self.assertEqual(a["frame"], 40)
         self.assertNotEqual(a["positions"][3 * 15 + 1], 2.0 - 0.3)  # it moved
         self.assertEqual(a["positions"], b["positions"])  # printed with 9 digits: bit-exact
+
+
+class ConcurrentBatchesTest(unittest.TestCase):
+    def test_batches_of_several_clients_should_each_get_their_reply_and_frames(self):
+        """Only the job that completes a batch wakes the loop; a batch that
+        the loop drains while another batch's wake-up is being handled must
+        still finish, and none may wait for another's."""
+        srv = fresh_server(self)
+        clients, sets = [], []
+        for k in range(3):
+            c = Raw(srv)
+            self.addCleanup(c.close)
+            ids = [c.ask({"cmd": "create", "width": 24, "height": 24, "spacing": 0.05,
+                          "origin": [2.0 * k, 2, 0.5 * j], "sleepThreshold": 0})["instance"]
+                   for j in range(4)]
+            clients.append(c)
+            sets.append(ids)
+        viewer = Raw(srv)
+        self.addCleanup(viewer.close)
+        viewer.ask({"cmd": "subscribe"})
+        for _ in range(12):
+            viewer.frame()
+        errors = []
+
+        def run(c, ids):
+            try:
+                for _ in range(25):
+                    r = c.ask({"cmd": "step", "instances": ids})
+                    if r["stepped"] != len(ids):
+                        errors.append(r)
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=run, args=(c, ids)) for c, ids in zip(clients, sets)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertFalse(any(t.is_alive() for t in threads))
+        last = {}
+        for _ in range(25 * 12):
+            inst, num, *_ = header(viewer.frame())
+            self.assertEqual(num, last.get(inst, 0) + 1)
+            last[inst] = num
+        self.assertEqual(sorted(last), sorted(i for ids in sets for i in ids))
+        self.assertEqual(set(last.values()), {25})
 
 
 class GatheredOrderTest(unittest.TestCase):
