@@ -220,6 +220,17 @@ $(BUILD)/bench_bullet: bench/bench_bullet.cpp
 bench: deps-bench
 	@$(MAKE) --no-print-directory $(BUILD)/bench_clothd $(BUILD)/bench_bullet
 	python3 bench/run.py --build $(BUILD)
+	@$(MAKE) --no-print-directory bench-server
+
+# Through the real server (issue 8): 64 awake capes of 32x32 stepped over TCP
+# with 0 and 4 subscribers reading every frame, and the server CPU of a tiny
+# `step` (bench/bench_server.py; bench/README.md, "Through the server").
+# Compare builds in one run: BENCH_SERVER_FLAGS="--clothd before=PATH --clothd after=PATH".
+BENCH_SERVER_FLAGS ?=
+bench-server: $(BUILD)/clothd
+	python3 bench/bench_server.py --build $(BUILD) $(BENCH_SERVER_FLAGS)
+
+.PHONY: bench-server
 
 # ---- set-up: install what is missing, nothing else --------------------------
 
