@@ -242,8 +242,19 @@ void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err)
 
 static void on_flush_check(uv_check_t *check)
 {
+    cd_server *server = check->data;
     uv_check_stop(check);
-    cd_conn_flush_gathered(check->data);
+    uv_idle_stop(&server->flush_idle);
+    cd_conn_flush_gathered(server);
+}
+
+/* An active idle handle makes libuv poll without blocking: frames gathered
+ * before the poll (in a timer, or in a write callback libuv deferred to its
+ * pending phase) are flushed by the check right after it, not whenever the
+ * next event comes. */
+static void on_flush_idle(uv_idle_t *idle)
+{
+    (void)idle;
 }
 
 /* Takes a reference to `frame` into the connection's gather and counts its
@@ -264,9 +275,11 @@ static void gather_frame(cd_conn *conn, cd_frame_buf *frame)
     conn->gather[conn->gather_count++] = frame;
     conn->frame_bytes += frame->len + CD_FRAME_ENTRY_COST;
     cd_server *server = conn->server;
-    if (!server->frames_gathered && !uv_is_closing((uv_handle_t *)&server->flush_check)) {
+    if (!server->frames_gathered && !uv_is_closing((uv_handle_t *)&server->flush_check) &&
+        !uv_is_closing((uv_handle_t *)&server->flush_idle)) {
         server->frames_gathered = true;
         uv_check_start(&server->flush_check, on_flush_check);
+        uv_idle_start(&server->flush_idle, on_flush_idle);
     }
 }
 

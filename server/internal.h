@@ -132,6 +132,7 @@ struct cd_server {
     uv_timer_t line_timer; /* runs while a connection holds a partial line */
     uv_timer_t pause_timer; /* resumes paused connections */
     uv_check_t flush_check; /* after each poll: writes the gathered frames */
+    uv_idle_t flush_idle;   /* with it: the poll does not block while frames wait */
     bool frames_gathered;   /* some connection holds gathered frames */
     cd_token full_token, readonly_token;
     uint8_t *busy; /* per instance slot (cd_id_index): being stepped */

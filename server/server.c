@@ -157,6 +157,8 @@ int cd_server_run(const cd_server_options *opts)
     server.pause_timer.data = &server;
     uv_check_init(&loop, &server.flush_check); /* started while frames are gathered (conn.c) */
     server.flush_check.data = &server;
+    uv_idle_init(&loop, &server.flush_idle);
+    server.flush_idle.data = &server;
     server.pool = cd_pool_create(opts->workers, opts->max_instances, notify_loop, &server);
     int exit_code = 1;
     if (server.world == NULL || server.busy == NULL || server.pool == NULL) {

@@ -19,6 +19,7 @@ import math
 import os
 import socket
 import struct
+import tempfile
 import threading
 import unittest
 
@@ -288,6 +289,35 @@ class ConcurrentBatchesTest(unittest.TestCase):
             last[inst] = num
         self.assertEqual(sorted(last), sorted(i for ids in sets for i in ids))
         self.assertEqual(set(last.values()), {25})
+
+
+class FlushBeforePollTest(unittest.TestCase):
+    def test_a_frame_gathered_in_a_timer_should_go_out_without_another_event(self):
+        """The current frame of a `subscribe` that runs when a paused
+        connection resumes (a timer, before libuv's poll) goes out at once:
+        the poll must not block with a frame waiting."""
+        fd, path = tempfile.mkstemp(prefix="clothd-token-")
+        with os.fdopen(fd, "w") as f:
+            f.write("gathered-token-0123456789\n")
+        self.addCleanup(os.unlink, path)
+        srv = fresh_server(self, "--token-file", path)
+        maker = Raw(srv)
+        self.addCleanup(maker.close)
+        maker.ask({"cmd": "auth", "token": "gathered-token-0123456789"})
+        inst = maker.ask({"cmd": "create", "width": 4, "height": 4})["instance"]
+        c = Raw(srv)
+        self.addCleanup(c.close)
+        # A bad token pauses the connection for 100 ms; the good one and the
+        # subscribe wait in its input and run from the pause timer.
+        c.sock.sendall(b'{"id":1,"cmd":"auth","token":"wrong-token-0123456789xx"}\n'
+                       b'{"id":2,"cmd":"auth","token":"gathered-token-0123456789"}\n'
+                       b'{"id":3,"cmd":"subscribe","instance":%d}\n' % inst)
+        self.assertEqual(c.reply()["error"]["code"], "unauthorized")
+        self.assertEqual(c.reply()["id"], 2)
+        self.assertEqual(c.reply()["instances"], [inst])
+        c.sock.settimeout(3)  # nothing else happens on the server meanwhile
+        inst_got, num, _, count, _ = header(c.frame())
+        self.assertEqual((inst_got, num, count), (inst, 0, 16))
 
 
 class GatheredOrderTest(unittest.TestCase):
