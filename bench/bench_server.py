@@ -62,6 +62,17 @@ class BenchError(Exception):
     pass
 
 
+def load_average():
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[0]
+    except OSError:
+        return "?"
+
+
+LOAD_BEFORE = load_average()
+
+
 # ---- a minimal line client ------------------------------------------------
 
 class Line:
@@ -138,6 +149,44 @@ class Server:
                 raise BenchError(f"{self.label}: did not exit on SIGTERM")
             if rc != 0:
                 raise BenchError(f"{self.label}: exited with {rc}")
+
+
+def machine_ticks():
+    """(busy, total) clock ticks of the whole machine (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    busy = v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+    return busy, busy + v[3] + v[4]
+
+
+def own_ticks(pids):
+    """utime + stime of these processes and their reaped children."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+class OthersMeter:
+    """How many cores everything but this bench (servers, subscribers,
+    stepping client) used over a stretch: other processes compete for the
+    two cores and show up in the latencies."""
+
+    def __init__(self, servers):
+        self.pids = [os.getpid()] + [s.proc.pid for s in servers]
+        self.start = (machine_ticks(), own_ticks(self.pids))
+
+    def cores(self):
+        (b0, t0), o0 = self.start
+        (b1, t1), o1 = machine_ticks(), own_ticks(self.pids)
+        cores = os.cpu_count() or 1
+        elapsed = (t1 - t0) / cores
+        return max(0.0, ((b1 - b0) - (o1 - o0)) / elapsed) if elapsed > 0 else 0.0
 
 
 # ---- subscribers: separate processes ---------------------------------------
@@ -262,6 +311,7 @@ def run_steps(server, client, steps):
 
 def run_capes(servers, rounds, steps, log):
     clients = {s.label: setup_capes(s) for s in servers}
+    meter = OthersMeter(servers)
     res = {s.label: {n: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0, "sub_cpu": 0.0}
                      for n in (0, SUBSCRIBERS)} for s in servers}
     for rnd in range(rounds):
@@ -285,11 +335,13 @@ def run_capes(servers, rounds, steps, log):
                     r["sub_cpu"] += cpu
     for c in clients.values():
         c.close()
+    others = round(meter.cores(), 2)
     rows = []
     for s in servers:
         row = {"case": "server_capes", "label": s.label, "capes": CAPES, "n": CAPE_N,
                "iters": CAPE_ITERS, "workers": WORKERS, "rounds": rounds,
-               "steps_per_round": steps}
+               "steps_per_round": steps, "other_processes_cores": others,
+               "load_before": LOAD_BEFORE}
         for n in (0, SUBSCRIBERS):
             r = res[s.label][n]
             count = len(r["t"])
@@ -367,6 +419,8 @@ def run_tiny(servers, rounds, count, log):
 def print_tables(capes, tiny):
     n = SUBSCRIBERS
     print()
+    print(f"load average before: {LOAD_BEFORE}; other processes used "
+          f"{capes[0]['other_processes_cores']} of {os.cpu_count()} cores during the capes")
     print(f"Through the server: {CAPES} capes of {CAPE_N}² at {CAPE_ITERS} iterations, awake, wind "
           f"{WIND}, {WORKERS} workers; step reply round trip as the stepping client sees it")
     head = (f"{'build':<10} {'0 subs p50':>10} {'p99':>7} {f'{n} subs p50':>10} {'p99':>7} "
