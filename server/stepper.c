@@ -22,7 +22,7 @@
  * x substeps x iterations, summed) is at most CD_INLINE_WORK, the loop
  * thread steps them itself instead of a pool round trip, whose fixed cost
  * (a semaphore wake-up, two thread switches, an eventfd write and a second
- * loop iteration; about 40 us of CPU on the development machine) is more
+ * loop iteration; 20-40 us of CPU on the development machine) is more
  * than such a step. The result is the same bits: a step is a pure function
  * of the instance, whichever thread runs it.
  *
