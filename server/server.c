@@ -169,9 +169,8 @@ int cd_server_run(const cd_server_options *opts)
         exit_code = 2;
         goto shutdown;
     }
-    if (listen_on(&server, opts) != 0)
-        goto shutdown;
-
+    /* Signals are watched before the banner is printed: whoever starts
+     * clothd may stop it the moment it says it listens. */
     uv_signal_init(&loop, &server.sigint);
     uv_signal_init(&loop, &server.sigterm);
     server.sigint.data = server.sigterm.data = &server;
@@ -179,6 +178,8 @@ int cd_server_run(const cd_server_options *opts)
     uv_signal_start(&server.sigterm, on_signal, SIGTERM);
     /* A client vanishing mid-write must not kill the process. */
     signal(SIGPIPE, SIG_IGN);
+    if (listen_on(&server, opts) != 0)
+        goto shutdown;
 
     uv_run(&loop, UV_RUN_DEFAULT);
     exit_code = 0;
