@@ -111,6 +111,28 @@ static bool queue_write(cd_conn *conn, cd_write *w, const void *data)
     return true;
 }
 
+/* Queues a reply or event line (taken over). False when it could not be
+ * queued: out of memory (the line is freed), or the write failed (the line
+ * is freed and the connection closed). */
+static bool write_line(cd_conn *conn, cd_write_kind kind, char *line, size_t len)
+{
+    cd_write *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        free(line);
+        return false;
+    }
+    w->kind = kind;
+    w->line = line;
+    w->len = len;
+    if (!queue_write(conn, w, line)) {
+        free(line);
+        free(w);
+        cd_conn_close(conn);
+        return false;
+    }
+    return true;
+}
+
 void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
 {
     if (line == NULL) {
@@ -124,42 +146,12 @@ void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
         cd_conn_close(conn);
         return;
     }
-    cd_write *w = calloc(1, sizeof *w);
-    if (w == NULL) {
-        free(line);
+    /* A reply that cannot be queued would break the request order: close. */
+    if (!write_line(conn, CD_WRITE_REPLY, line, len))
         cd_conn_close(conn);
-        return;
-    }
-    w->kind = CD_WRITE_REPLY;
-    w->line = line;
-    w->len = len;
-    if (!queue_write(conn, w, line)) {
-        free(line);
-        free(w);
-        cd_conn_close(conn);
-    }
 }
 
 /* ---- events: the newest per kind once the budget is full --------------- */
-
-static bool write_event(cd_conn *conn, char *line, size_t len)
-{
-    cd_write *w = calloc(1, sizeof *w);
-    if (w == NULL) {
-        free(line);
-        return false;
-    }
-    w->kind = CD_WRITE_EVENT;
-    w->line = line;
-    w->len = len;
-    if (!queue_write(conn, w, line)) {
-        free(line);
-        free(w);
-        cd_conn_close(conn);
-        return false;
-    }
-    return true;
-}
 
 static bool event_fits(const cd_conn *conn, size_t len)
 {
@@ -175,7 +167,7 @@ static void flush_event_slots(cd_conn *conn)
          * connection, which frees what the slots still hold. */
         char *line = conn->event_slots[sent].line;
         conn->event_slots[sent].line = NULL;
-        write_event(conn, line, conn->event_slots[sent].len);
+        write_line(conn, CD_WRITE_EVENT, line, conn->event_slots[sent].len);
         sent++;
     }
     if (sent == 0 || conn->closing)
@@ -195,7 +187,7 @@ void cd_conn_send_event(cd_conn *conn, uint64_t key, const char *line, size_t le
     memcpy(copy, line, len);
     /* Once an event waits, later ones wait too: events never overtake. */
     if (conn->event_slot_count == 0 && event_fits(conn, len)) {
-        write_event(conn, copy, len);
+        write_line(conn, CD_WRITE_EVENT, copy, len);
         return;
     }
     for (uint32_t i = 0; i < conn->event_slot_count; i++) {

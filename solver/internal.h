@@ -153,6 +153,12 @@ struct cd_instance {
 };
 
 /* What one substep needs, computed once per step. */
+/* Fills `fault` (when not NULL) with the field and a printf-style reason;
+ * returns `code`, for `return cd_fault_set(...)`. */
+cd_status cd_fault_set(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
+                       const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 typedef struct cd_substep {
     float h;         /* substep length */
     float keep;      /* velocity kept per substep (damping) */

@@ -152,12 +152,8 @@ cd_collider_def cd_default_collider_def(cd_collider_type type)
 
 /* ---- checks ---- */
 
-static cd_status set_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
-                           const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static cd_status set_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
-                           const char *field, const char *fmt, ...)
+cd_status cd_fault_set(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
+                       const char *field, const char *fmt, ...)
 {
     if (fault == NULL)
         return code;
@@ -182,7 +178,7 @@ static cd_status check_row(const void *base, const cd_option_spec *spec, cd_fiel
         if (cd_option_in_range(spec, (double)v))
             return CD_OK;
         cd_option_describe(spec, range, sizeof range);
-        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name, "must be %s",
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name, "must be %s",
                          range);
     }
     case CD_OPTION_FLOAT: {
@@ -191,12 +187,12 @@ static cd_status check_row(const void *base, const cd_option_spec *spec, cd_fiel
         if ((spec->flags & CD_OPTION_UNSET_OK) && v == CD_UNSET)
             return CD_OK;
         if (!cd_float_is_valid(v))
-            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+            return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
                              "must be finite");
         if (cd_option_in_range(spec, (double)v))
             return CD_OK;
         cd_option_describe(spec, range, sizeof range);
-        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name, "must be %s",
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name, "must be %s",
                          range);
     }
     case CD_OPTION_VEC3:
@@ -205,14 +201,14 @@ static cd_status check_row(const void *base, const cd_option_spec *spec, cd_fiel
         cd_vec3 v;
         memcpy(&v, src, sizeof v);
         if (!cd_vec3_is_valid(v))
-            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+            return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
                              "must be an array of 3 finite numbers");
         if (spec->kind == CD_OPTION_POINT && !cd_vec3_in_world(v))
-            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+            return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
                              "outside the world box (|x|, |y|, |z| <= %g m)",
                              (double)CD_WORLD_EXTENT);
         if (spec->kind == CD_OPTION_DIRECTION && v.x == 0.0f && v.y == 0.0f && v.z == 0.0f)
-            return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+            return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
                              "must not be zero-length");
         return CD_OK;
     }
@@ -223,7 +219,7 @@ static cd_status check_row(const void *base, const cd_option_spec *spec, cd_fiel
         memcpy(&v, src, sizeof v);
         if (cd_wind_model_name((int)v) != NULL)
             return CD_OK;
-        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
                          "must be \"aero\" or \"constant\"");
     }
     }
@@ -284,7 +280,7 @@ cd_status cd_self_distance_check(float self_distance, float bound, bool cloth,
 {
     if (self_distance <= bound)
         return CD_OK;
-    return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "selfDistance",
+    return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "selfDistance",
                      "must be at most the %s (%g m)",
                      cloth ? "spacing" : "shortest edge of the mesh", (double)bound);
 }
@@ -297,10 +293,10 @@ cd_status cd_cloth_def_check(const cd_cloth_def *def, cd_field_fault *fault)
     if (st != CD_OK)
         return st;
     if (!axes_span_a_plane(def->right, def->down))
-        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT, "down",
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT, "down",
                          "must not be parallel to right");
     if (!grid_in_world(def))
-        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT, "origin",
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT, "origin",
                          "the cloth reaches outside the world box (|x|, |y|, |z| <= %g m)",
                          (double)CD_WORLD_EXTENT);
     return CD_OK;
@@ -310,7 +306,7 @@ cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *faul
 {
     if (def->type != CD_COLLIDER_SPHERE && def->type != CD_COLLIDER_CAPSULE &&
         def->type != CD_COLLIDER_PLANE)
-        return set_fault(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "type",
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "type",
                          "unknown collider type %d", (int)def->type);
     return check_rows(def, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, 0, fault);
 }
@@ -324,7 +320,7 @@ cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t itera
     const uint64_t work = particles * s * it;
     if (limit == 0 || work <= limit)
         return CD_OK;
-    return set_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_STEP_WORK, "substeps, iterations",
+    return cd_fault_set(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_STEP_WORK, "substeps, iterations",
                      "%" PRIu64 " particles x %" PRIu64 " substeps x %" PRIu64
                      " iterations = %" PRIu64 " exceeds the step work limit of %" PRIu64,
                      particles, s, it, work, limit);
@@ -397,7 +393,7 @@ cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
     if (st != CD_OK)
         return st;
     if (def->self_distance > 0.0f && !cd_self_collision_reserve(inst))
-        return set_fault(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "selfDistance",
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "selfDistance",
                          "out of memory for self-collision's buffers");
     cd_apply_options(inst, def);
     return CD_OK;

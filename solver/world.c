@@ -97,24 +97,6 @@ static cd_id place_instance(cd_world *world, cd_instance *inst)
     return inst->id;
 }
 
-static cd_status world_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
-                             const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static cd_status world_fault(cd_field_fault *fault, cd_status code, cd_fault_kind kind,
-                             const char *field, const char *fmt, ...)
-{
-    if (fault == NULL)
-        return code;
-    fault->kind = kind;
-    snprintf(fault->field, sizeof fault->field, "%s", field);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(fault->reason, sizeof fault->reason, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
 void cd_mesh_fault_describe(const cd_mesh_fault *mf, const uint32_t *tets,
                             uint32_t vertex_count, cd_field_fault *fault)
 {
@@ -124,36 +106,36 @@ void cd_mesh_fault_describe(const cd_mesh_fault *mf, const uint32_t *tets,
     const cd_status bad = CD_E_INVALID_ARGUMENT;
     switch (mf->kind) {
     case CD_MESH_TOO_FEW_VERTICES:
-        world_fault(fault, bad, CD_FAULT_MESH, "vertices", "at least 4 required, got %" PRIu32,
+        cd_fault_set(fault, bad, CD_FAULT_MESH, "vertices", "at least 4 required, got %" PRIu32,
                     vertex_count);
         return;
     case CD_MESH_NO_TETRAHEDRA:
-        world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra", "at least one required");
+        cd_fault_set(fault, bad, CD_FAULT_MESH, "tetrahedra", "at least one required");
         return;
     case CD_MESH_BAD_VERTEX:
         snprintf(field, sizeof field, "vertices[%" PRIu32 "]", mf->index);
-        world_fault(fault, bad, CD_FAULT_MESH, field,
+        cd_fault_set(fault, bad, CD_FAULT_MESH, field,
                     "outside the world box (|x|, |y|, |z| <= %g m)", (double)CD_WORLD_EXTENT);
         return;
     case CD_MESH_INDEX_OUT_OF_RANGE:
         snprintf(field, sizeof field, "tetrahedra[%" PRIu32 "]", mf->index);
-        world_fault(fault, bad, CD_FAULT_MESH, field,
+        cd_fault_set(fault, bad, CD_FAULT_MESH, field,
                     "index %" PRIu32 " out of range (%" PRIu32 " vertices)", tets[mf->index],
                     vertex_count);
         return;
     case CD_MESH_DEGENERATE_TET:
-        world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra",
+        cd_fault_set(fault, bad, CD_FAULT_MESH, "tetrahedra",
                     "tetrahedron %" PRIu32 " is degenerate (zero volume)", mf->index);
         return;
     case CD_MESH_INVERTED_TET:
-        world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra",
+        cd_fault_set(fault, bad, CD_FAULT_MESH, "tetrahedra",
                     "tetrahedron %" PRIu32 " is inverted (negative volume); swap two of its indices",
                     mf->index);
         return;
     case CD_MESH_OK:
         break;
     }
-    world_fault(fault, bad, CD_FAULT_MESH, "tetrahedra", "invalid mesh");
+    cd_fault_set(fault, bad, CD_FAULT_MESH, "tetrahedra", "invalid mesh");
 }
 
 /* The world's limits for a new instance of `particles` particles whose
@@ -164,7 +146,7 @@ static cd_status check_limits(const cd_world *world, uint64_t particles,
                               cd_field_fault *fault)
 {
     if (particles > world->def.max_particles)
-        return world_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_PARTICLES, field,
+        return cd_fault_set(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_PARTICLES, field,
                            "%" PRIu64 " particles exceed the limit of %" PRIu32, particles,
                            world->def.max_particles);
     cd_status st = cd_step_work_check(particles, options->substeps, options->solver_iterations,
@@ -172,11 +154,11 @@ static cd_status check_limits(const cd_world *world, uint64_t particles,
     if (st != CD_OK)
         return st;
     if (world->free_count == 0)
-        return world_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_INSTANCES, "instance",
+        return cd_fault_set(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_INSTANCES, "instance",
                            "at most %" PRIu32 " instances", world->def.max_instances);
     const uint64_t total = world->total_particles + particles;
     if (world->def.max_total_particles != 0 && total > world->def.max_total_particles)
-        return world_fault(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_TOTAL_PARTICLES, field,
+        return cd_fault_set(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_TOTAL_PARTICLES, field,
                            "%" PRIu64 " particles would bring the total to %" PRIu64
                            ", over the limit of %" PRIu64,
                            particles, total, world->def.max_total_particles);
@@ -197,7 +179,7 @@ cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_
     cd_instance *inst = calloc(1, sizeof *inst);
     if (inst == NULL || !cd_cloth_build(inst, def)) {
         cd_instance_free(inst);
-        return world_fault(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "width, height",
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "width, height",
                            "out of memory for %" PRIu64 " particles", particles);
     }
     inst->max_step_work = world->def.max_step_work;
@@ -229,7 +211,7 @@ cd_status cd_world_create_softbody_ex(cd_world *world, const cd_tet_mesh *mesh,
     cd_instance *inst = calloc(1, sizeof *inst);
     if (inst == NULL || !cd_softbody_build(inst, mesh, options)) {
         cd_instance_free(inst);
-        return world_fault(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
                            "out of memory for %" PRIu32 " particles", mesh->vertex_count);
     }
     /* Its shortest edge is known once its edges are. */

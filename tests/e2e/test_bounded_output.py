@@ -19,6 +19,56 @@ def read_until_eof(sock, timeout=20.0):
         data += chunk
 
 
+class WindReader:
+    """Reads a subscriber's stream (replies, events, binary frames) and keeps
+    the newest global and per-instance wind events."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = bytearray()
+        self.last_global = None
+        self.last_instance = None
+
+    def _messages(self):
+        while self.buf:
+            if self.buf[0] != ord("{"):  # a binary frame: skip its length
+                if len(self.buf) < 12:
+                    return
+                length = int.from_bytes(self.buf[8:12], "little")
+                if len(self.buf) < length:
+                    return
+                del self.buf[:length]
+                continue
+            nl = self.buf.find(b"\n")
+            if nl < 0:
+                return
+            msg = json.loads(bytes(self.buf[:nl]))
+            del self.buf[:nl + 1]
+            if msg.get("event") == "wind":
+                if "instance" in msg:
+                    self.last_instance = msg["wind"]
+                else:
+                    self.last_global = msg["wind"]
+            yield msg
+
+    def read(self, until_id=None, idle=None):
+        """Until the reply with `until_id`, or until `idle` seconds pass quietly."""
+        self.sock.settimeout(idle if idle is not None else 10)
+        while True:
+            for msg in self._messages():  # what an earlier read left buffered
+                if until_id is not None and msg.get("id") == until_id:
+                    return
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except (TimeoutError, OSError):
+                if idle is not None:
+                    return
+                raise
+            if not chunk:
+                return
+            self.buf += chunk
+
+
 class StalledSubscribersTest(unittest.TestCase):
     def test_events_to_subscribers_that_never_read_stay_bounded_and_the_newest_arrives(self):
         srv = fresh_server(self)
@@ -56,56 +106,14 @@ class StalledSubscribersTest(unittest.TestCase):
         # socket buffers (~4 MiB) are full: 20 x ~100,000 events x ~280 B.
         # Bounded: a 64 KiB budget and one slot per kind per subscriber.
         self.assertLess(grown_mib, 24, f"RSS grew by {grown_mib:.1f} MiB")
-        # A stalled subscriber that finally reads gets the newest of each kind.
+        # A stalled subscriber that finally reads gets the newest of each kind:
+        # read up to the reply to a status, then what is left for a second.
         s = stalled[0]
         s.sendall(b'{"id":"last","cmd":"status"}\n')
-        s.settimeout(10)
-        buf = bytearray()
-        last_global = last_instance = None
-        while True:
-            chunk = s.recv(1 << 20)
-            self.assertTrue(chunk, "closed")
-            buf += chunk
-            done = False
-            while b"\n" in buf:
-                if buf[0] != ord("{"):  # a binary frame: skip its length
-                    length = int.from_bytes(buf[8:12], "little")
-                    if len(buf) < length:
-                        break
-                    del buf[:length]
-                    continue
-                line, _, rest = bytes(buf).partition(b"\n")
-                buf = bytearray(rest)
-                msg = json.loads(line)
-                if msg.get("event") == "wind":
-                    if "instance" in msg:
-                        last_instance = msg["wind"]
-                    else:
-                        last_global = msg["wind"]
-                if msg.get("id") == "last":
-                    done = True
-            if done:
-                break
-        # Events are written before the status reply only once they fit the
-        # budget; drain a little longer for the newest ones.
-        s.settimeout(1)
-        try:
-            while True:
-                chunk = s.recv(1 << 20)
-                if not chunk:
-                    break
-                buf += chunk
-                while b"\n" in buf and buf[0] == ord("{"):
-                    line, _, rest = bytes(buf).partition(b"\n")
-                    buf = bytearray(rest)
-                    msg = json.loads(line)
-                    if msg.get("event") == "wind":
-                        if "instance" in msg:
-                            last_instance = msg["wind"]
-                        else:
-                            last_global = msg["wind"]
-        except (TimeoutError, OSError):
-            pass
+        reader = WindReader(s)
+        reader.read(until_id="last")
+        reader.read(idle=1.0)
+        last_global, last_instance = reader.last_global, reader.last_instance
         self.assertEqual(last_global, [9, 0, 0])
         self.assertEqual(last_instance, [0, 0, 9])
         self.assertTrue(srv.alive())
