@@ -4,9 +4,10 @@
  *   shear       (x,y)-(x+1,y+1), (x+1,y)-(x,y+1) rest s*sqrt2, stiffness*0.8
  *   bending     (x,y)-(x+2,y), (x,y)-(x,y+2)     rest 2s,     bendStiffness
  *
- * Constraints are stored in that order (structural first, which
- * cd_instance_max_structural_strain relies on), each family in two colours
- * (see push_family). */
+ * Constraints are emitted in that order, one group per family pair
+ * (structural first, which cd_instance_max_structural_strain relies on),
+ * each family in two colours (see push_family); colour.c then stores each
+ * group colour by colour for the kernels. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -115,6 +116,8 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
         }
     }
     build_constraints(inst, def);
+    if (!cd_colour_constraints(inst))
+        return false;
 
     inst->def = *def;
     inst->def.right = right;
@@ -156,6 +159,11 @@ void cd_instance_free(cd_instance *inst)
     free(inst->tether_anchor);
     free(inst->tether_length);
     free(inst->constraints);
+    free(inst->coloured.a);
+    free(inst->coloured.b);
+    free(inst->coloured.rest);
+    free(inst->coloured.lambda);
+    free(inst->coloured.colours);
     free(inst->rest);
     free(inst->tets);
     free(inst->triangles);
