@@ -131,7 +131,8 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
 {
     inst->particle_count = particles;
     inst->constraint_count = constraints;
-    inst->pos = malloc(sizeof(float) * 3u * particles);
+    /* One float of slack: the AVX2 kernel loads 16 bytes per particle. */
+    inst->pos = malloc(sizeof(float) * (3u * particles + 1u));
     inst->prev = malloc(sizeof(float) * 3u * particles);
     inst->inv_mass = malloc(sizeof(float) * particles);
     inst->own_inv_mass = malloc(sizeof(float) * particles);
@@ -142,6 +143,7 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
     if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
         !inst->tether_anchor || !inst->tether_length || !inst->constraints)
         return false;
+    inst->pos[3u * particles] = 0.0f;
     for (uint32_t i = 0; i < particles; i++)
         inst->tether_anchor[i] = CD_NO_ANCHOR;
     return true;

@@ -2,14 +2,15 @@
  * Compiled for AVX2 whatever the build's flags (target attribute);
  * distance.c calls them only when the CPU has AVX2.
  *
- * Positions stay packed xyz (pos[3 * i]), so each block gathers x, y and z
- * of its 8 a-ends and 8 b-ends (6 gathers, indices 3a and 3b) and the
- * inverse masses (2 gathers), computes the 8 projections with exactly the
+ * Positions stay packed xyz (pos[3 * i]), so each block loads its 8 a-ends
+ * and 8 b-ends with one 16-byte load each and transposes them to x, y, z
+ * vectors (cheaper than 6 gathers on the EPYC we measure: bench/README.md
+ * section 7), gathers the inverse masses (2 gathers), computes the 8 projections with exactly the
  * scalar reference's IEEE operations in its order (no fused multiply-add:
  * FMA is deliberately not enabled, so the compiler cannot contract either;
  * sqrt and division are correctly rounded in both), so the two paths give
- * bit-identical positions. Then it stores the corrected positions lane by
- * lane: no two constraints of a colour share a particle, so no lane
+ * bit-identical positions. Then it transposes back and stores each
+ * corrected position (8 + 4 bytes) lane by lane: no two constraints of a colour share a particle, so no lane
  * overwrites another's work. A colour's last block stores only its real
  * lanes; the padding (particle 0 to itself, inverse masses read as they
  * are) is computed and dropped.
@@ -31,19 +32,34 @@ typedef struct block {
     __m256 dx, dy, dz, d2;
 } block;
 
+/* x, y, z of 8 particles: one unaligned 16-byte load each (x y z and the
+ * next particle's x, which is dropped; `pos` has one float of slack at the
+ * end for the last particle), transposed 4 x 4 in each 128-bit half. */
+AVX2 static inline void load_xyz(const float *pos, const uint32_t *idx, __m256 *x, __m256 *y,
+                                 __m256 *z)
+{
+#define P(l) _mm_loadu_ps(pos + 3 * (size_t)idx[l])
+    const __m256 r0 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(0)), P(4), 1);
+    const __m256 r1 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(1)), P(5), 1);
+    const __m256 r2 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(2)), P(6), 1);
+    const __m256 r3 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(3)), P(7), 1);
+#undef P
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1); /* x0 x1 y0 y1 | x4 x5 y4 y5 */
+    const __m256 t1 = _mm256_unpackhi_ps(r0, r1); /* z0 z1 .. .. | z4 z5 .. .. */
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
+    const __m256 t3 = _mm256_unpackhi_ps(r2, r3);
+    *x = _mm256_shuffle_ps(t0, t2, 0x44);
+    *y = _mm256_shuffle_ps(t0, t2, 0xEE);
+    *z = _mm256_shuffle_ps(t1, t3, 0x44);
+}
+
 AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
                                      const uint32_t *a, const uint32_t *b)
 {
     const __m256i ia = _mm256_load_si256((const __m256i *)a);
     const __m256i ib = _mm256_load_si256((const __m256i *)b);
-    const __m256i ia3 = _mm256_add_epi32(ia, _mm256_add_epi32(ia, ia));
-    const __m256i ib3 = _mm256_add_epi32(ib, _mm256_add_epi32(ib, ib));
-    k->xa = _mm256_i32gather_ps(pos, ia3, 4);
-    k->ya = _mm256_i32gather_ps(pos + 1, ia3, 4);
-    k->za = _mm256_i32gather_ps(pos + 2, ia3, 4);
-    k->xb = _mm256_i32gather_ps(pos, ib3, 4);
-    k->yb = _mm256_i32gather_ps(pos + 1, ib3, 4);
-    k->zb = _mm256_i32gather_ps(pos + 2, ib3, 4);
+    load_xyz(pos, a, &k->xa, &k->ya, &k->za);
+    load_xyz(pos, b, &k->xb, &k->yb, &k->zb);
     k->wa = _mm256_i32gather_ps(w, ia, 4);
     k->wb = _mm256_i32gather_ps(w, ib, 4);
     k->dx = _mm256_sub_ps(k->xb, k->xa);
@@ -54,29 +70,58 @@ AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
                           _mm256_mul_ps(k->dz, k->dz));
 }
 
+/* One particle: x y from the low half, z from lane 2 (12 bytes written,
+ * never the neighbour's x: another lane may own it). */
+AVX2 static inline void store_xyz(float *p, __m128 v)
+{
+    _mm_storel_pi((__m64 *)p, v);
+    _mm_store_ss(p + 2, _mm_movehl_ps(v, v));
+}
+
+/* Transposes x, y, z of 8 particles back to one x y z . vector each. */
+AVX2 static inline void transpose_out(__m256 x, __m256 y, __m256 z, __m128 out[CD_LANES])
+{
+    const __m256 t0 = _mm256_unpacklo_ps(x, y); /* x0 y0 x1 y1 | x4 y4 x5 y5 */
+    const __m256 t1 = _mm256_unpackhi_ps(x, y); /* x2 y2 x3 y3 | x6 y6 x7 y7 */
+    const __m256 t2 = _mm256_unpacklo_ps(z, z); /* z0 z0 z1 z1 | z4 z4 z5 z5 */
+    const __m256 t3 = _mm256_unpackhi_ps(z, z);
+    const __m256 r0 = _mm256_shuffle_ps(t0, t2, 0x44); /* x0 y0 z0 z0 | x4 y4 z4 z4 */
+    const __m256 r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 r2 = _mm256_shuffle_ps(t1, t3, 0x44);
+    const __m256 r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    out[0] = _mm256_castps256_ps128(r0);
+    out[1] = _mm256_castps256_ps128(r1);
+    out[2] = _mm256_castps256_ps128(r2);
+    out[3] = _mm256_castps256_ps128(r3);
+    out[4] = _mm256_extractf128_ps(r0, 1);
+    out[5] = _mm256_extractf128_ps(r1, 1);
+    out[6] = _mm256_extractf128_ps(r2, 1);
+    out[7] = _mm256_extractf128_ps(r3, 1);
+}
+
 /* pa -= dx * sa, pb += dx * sb (cd_move_pair) on the lanes of `valid`;
  * stores `lanes` lanes back into pos. */
 AVX2 static inline void store_block(const block *k, float *pos, const uint32_t *a,
                                     const uint32_t *b, __m256 sa, __m256 sb, __m256 valid,
                                     uint32_t lanes)
 {
-    float out[6][CD_LANES] __attribute__((aligned(32)));
 #define MOVE(p, d, s, op) _mm256_blendv_ps(k->p, op(k->p, _mm256_mul_ps(k->d, s)), valid)
-    _mm256_store_ps(out[0], MOVE(xa, dx, sa, _mm256_sub_ps));
-    _mm256_store_ps(out[1], MOVE(ya, dy, sa, _mm256_sub_ps));
-    _mm256_store_ps(out[2], MOVE(za, dz, sa, _mm256_sub_ps));
-    _mm256_store_ps(out[3], MOVE(xb, dx, sb, _mm256_add_ps));
-    _mm256_store_ps(out[4], MOVE(yb, dy, sb, _mm256_add_ps));
-    _mm256_store_ps(out[5], MOVE(zb, dz, sb, _mm256_add_ps));
+    __m128 va[CD_LANES], vb[CD_LANES];
+    transpose_out(MOVE(xa, dx, sa, _mm256_sub_ps), MOVE(ya, dy, sa, _mm256_sub_ps),
+                  MOVE(za, dz, sa, _mm256_sub_ps), va);
+    transpose_out(MOVE(xb, dx, sb, _mm256_add_ps), MOVE(yb, dy, sb, _mm256_add_ps),
+                  MOVE(zb, dz, sb, _mm256_add_ps), vb);
 #undef MOVE
+    if (lanes == CD_LANES) {
+        for (uint32_t l = 0; l < CD_LANES; l++) {
+            store_xyz(&pos[3 * (size_t)a[l]], va[l]);
+            store_xyz(&pos[3 * (size_t)b[l]], vb[l]);
+        }
+        return;
+    }
     for (uint32_t l = 0; l < lanes; l++) {
-        float *pa = &pos[3 * a[l]], *pb = &pos[3 * b[l]];
-        pa[0] = out[0][l];
-        pa[1] = out[1][l];
-        pa[2] = out[2][l];
-        pb[0] = out[3][l];
-        pb[1] = out[4][l];
-        pb[2] = out[5][l];
+        store_xyz(&pos[3 * (size_t)a[l]], va[l]);
+        store_xyz(&pos[3 * (size_t)b[l]], vb[l]);
     }
 }
 

@@ -92,8 +92,10 @@ bool cd_instance_enabled(const cd_instance *inst)
 size_t cd_instance_memory(const cd_instance *inst)
 {
     size_t n = inst->particle_count;
-    /* pos, prev; inv_mass, own_inv_mass, tether length; tether anchor; pinned */
-    return sizeof *inst + n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
+    /* pos (and its float of slack), prev; inv_mass, own_inv_mass, tether
+     * length; tether anchor; pinned */
+    return sizeof *inst + sizeof(float) +
+           n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->coloured.slots * (2 * sizeof(uint32_t) + 2 * sizeof(float)) +
            (size_t)inst->coloured.colour_count * sizeof(cd_colour) +
            (inst->rest ? n * 3 * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
