@@ -125,34 +125,82 @@ AVX2 static inline void store_block(const block *k, float *pos, const uint32_t *
     }
 }
 
+/* The projection of one block: the corrections' scales (pa -= dx sa,
+ * pb += dx sb) and which lanes the reference would project. */
+typedef struct scales {
+    __m256 sa, sb, valid;
+} scales;
+
+AVX2 static inline scales seed_scales(const block *q, const float *rest, __m256 vk)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 wsum = _mm256_add_ps(q->wa, q->wb);
+    const __m256 valid = _mm256_and_ps(_mm256_cmp_ps(q->d2, _mm256_set1_ps(1e-20f), _CMP_GT_OQ),
+                                       _mm256_cmp_ps(wsum, zero, _CMP_NEQ_OQ));
+    const __m256 d = _mm256_sqrt_ps(q->d2);
+    /* s = (d - rest) / d * k / wsum; the reference moves by -s w (an exact
+     * sign flip: xor, not 0 - x, which loses -0). */
+    const __m256 s = _mm256_div_ps(
+        _mm256_mul_ps(_mm256_div_ps(_mm256_sub_ps(d, _mm256_load_ps(rest)), d), vk), wsum);
+    const __m256 minus_s = _mm256_xor_ps(s, _mm256_set1_ps(-0.0f));
+    return (scales){_mm256_mul_ps(minus_s, q->wa), _mm256_mul_ps(minus_s, q->wb), valid};
+}
+
+AVX2 static inline scales xpbd_scales(const block *q, const float *rest, float *lambda_io,
+                                      __m256 alpha)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 denom = _mm256_add_ps(_mm256_add_ps(q->wa, q->wb), alpha);
+    const __m256 valid = _mm256_and_ps(_mm256_cmp_ps(q->d2, _mm256_set1_ps(1e-20f), _CMP_GT_OQ),
+                                       _mm256_cmp_ps(denom, zero, _CMP_NEQ_OQ));
+    const __m256 d = _mm256_sqrt_ps(q->d2);
+    const __m256 lambda = _mm256_load_ps(lambda_io);
+    /* dl = (rest - d - alpha~ lambda) / denom */
+    const __m256 num = _mm256_sub_ps(_mm256_sub_ps(_mm256_load_ps(rest), d),
+                                     _mm256_mul_ps(alpha, lambda));
+    const __m256 dl = _mm256_div_ps(num, denom);
+    _mm256_store_ps(lambda_io, _mm256_blendv_ps(lambda, _mm256_add_ps(lambda, dl), valid));
+    const __m256 s = _mm256_div_ps(dl, d);
+    /* The reference: pa -= dx s wa, pb += dx s wb. */
+    return (scales){_mm256_mul_ps(s, q->wa), _mm256_mul_ps(s, q->wb), valid};
+}
+
+/* Blocks go two at a time: each block's sqrt and two divisions form a
+ * chain of ~45 cycles, longer than the rest of its work, and a block is
+ * ~200 instructions, so the CPU's window does not reach the next block's
+ * chain on its own; written side by side, the two chains overlap. The two
+ * blocks are of one colour, so no particle is in both: loading the second
+ * before storing the first changes nothing. */
+#define CD_SOLVE_COLOURS(SCALES_OF)                                                           \
+    for (uint32_t col = colour_begin; col < colour_end; col++) {                              \
+        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;    \
+        uint32_t i = begin;                                                                   \
+        for (; i + CD_LANES < end; i += 2 * CD_LANES) {                                       \
+            const uint32_t j = i + CD_LANES;                                                  \
+            block q0, q1;                                                                     \
+            gather_block(&q0, pos, w, c->a + i, c->b + i);                                    \
+            gather_block(&q1, pos, w, c->a + j, c->b + j);                                    \
+            const scales s0 = SCALES_OF(q0, i), s1 = SCALES_OF(q1, j);                        \
+            store_block(&q0, pos, c->a + i, c->b + i, s0.sa, s0.sb, s0.valid, CD_LANES);      \
+            store_block(&q1, pos, c->a + j, c->b + j, s1.sa, s1.sb, s1.valid,                 \
+                        end - j < CD_LANES ? end - j : CD_LANES);                             \
+        }                                                                                     \
+        if (i < end) {                                                                        \
+            block q;                                                                          \
+            gather_block(&q, pos, w, c->a + i, c->b + i);                                     \
+            const scales s = SCALES_OF(q, i);                                                 \
+            store_block(&q, pos, c->a + i, c->b + i, s.sa, s.sb, s.valid, end - i);           \
+        }                                                                                     \
+    }
+
 AVX2 void cd_solve_seed_avx2(float *restrict pos, const float *restrict w,
                              const cd_constraints *restrict c, uint32_t colour_begin,
                              uint32_t colour_end, float k)
 {
     const __m256 vk = _mm256_set1_ps(k);
-    const __m256 eps = _mm256_set1_ps(1e-20f);
-    const __m256 zero = _mm256_setzero_ps();
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    for (uint32_t col = colour_begin; col < colour_end; col++) {
-        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
-        for (uint32_t i = begin; i < end; i += CD_LANES) {
-            block q;
-            gather_block(&q, pos, w, c->a + i, c->b + i);
-            const __m256 wsum = _mm256_add_ps(q.wa, q.wb);
-            const __m256 valid = _mm256_and_ps(_mm256_cmp_ps(q.d2, eps, _CMP_GT_OQ),
-                                               _mm256_cmp_ps(wsum, zero, _CMP_NEQ_OQ));
-            const __m256 d = _mm256_sqrt_ps(q.d2);
-            /* s = (d - rest) / d * k / wsum; the reference moves by -s w
-             * (an exact sign flip: xor, not 0 - x, which loses -0). */
-            const __m256 rest = _mm256_load_ps(c->rest + i);
-            const __m256 s = _mm256_div_ps(
-                _mm256_mul_ps(_mm256_div_ps(_mm256_sub_ps(d, rest), d), vk), wsum);
-            const __m256 minus_s = _mm256_xor_ps(s, sign);
-            store_block(&q, pos, c->a + i, c->b + i, _mm256_mul_ps(minus_s, q.wa),
-                        _mm256_mul_ps(minus_s, q.wb), valid,
-                        end - i < CD_LANES ? end - i : CD_LANES);
-        }
-    }
+#define SEED(q, i) seed_scales(&(q), c->rest + (i), vk)
+    CD_SOLVE_COLOURS(SEED)
+#undef SEED
 }
 
 AVX2 void cd_solve_xpbd_avx2(float *restrict pos, const float *restrict w,
@@ -160,30 +208,9 @@ AVX2 void cd_solve_xpbd_avx2(float *restrict pos, const float *restrict w,
                              uint32_t colour_end, float alpha_tilde)
 {
     const __m256 alpha = _mm256_set1_ps(alpha_tilde);
-    const __m256 eps = _mm256_set1_ps(1e-20f);
-    const __m256 zero = _mm256_setzero_ps();
-    for (uint32_t col = colour_begin; col < colour_end; col++) {
-        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
-        for (uint32_t i = begin; i < end; i += CD_LANES) {
-            block q;
-            gather_block(&q, pos, w, c->a + i, c->b + i);
-            const __m256 denom = _mm256_add_ps(_mm256_add_ps(q.wa, q.wb), alpha);
-            const __m256 valid = _mm256_and_ps(_mm256_cmp_ps(q.d2, eps, _CMP_GT_OQ),
-                                               _mm256_cmp_ps(denom, zero, _CMP_NEQ_OQ));
-            const __m256 d = _mm256_sqrt_ps(q.d2);
-            const __m256 lambda = _mm256_load_ps(c->lambda + i);
-            /* dl = (rest - d - alpha~ lambda) / denom */
-            const __m256 num = _mm256_sub_ps(_mm256_sub_ps(_mm256_load_ps(c->rest + i), d),
-                                             _mm256_mul_ps(alpha, lambda));
-            const __m256 dl = _mm256_div_ps(num, denom);
-            _mm256_store_ps(c->lambda + i,
-                            _mm256_blendv_ps(lambda, _mm256_add_ps(lambda, dl), valid));
-            const __m256 s = _mm256_div_ps(dl, d);
-            /* The reference: pa -= dx s wa, pb += dx s wb. */
-            store_block(&q, pos, c->a + i, c->b + i, _mm256_mul_ps(s, q.wa),
-                        _mm256_mul_ps(s, q.wb), valid, end - i < CD_LANES ? end - i : CD_LANES);
-        }
-    }
+#define XPBD(q, i) xpbd_scales(&(q), c->rest + (i), c->lambda + (i), alpha)
+    CD_SOLVE_COLOURS(XPBD)
+#undef XPBD
 }
 
 #endif
