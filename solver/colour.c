@@ -5,8 +5,9 @@
  * constraint on either of its particles. Within a colour no two
  * constraints share a particle, so the kernels may project 8 of them at
  * once and store their corrections lane by lane; colours run one after the
- * other (Gauss-Seidel between colours, Jacobi-free within one because they
- * are independent). A constraint keeps its array order inside its colour.
+ * other, so it is still Gauss-Seidel (projecting a colour's constraints
+ * together gives what projecting them one by one gives: they are
+ * independent). A constraint keeps its array order inside its colour.
  *
  * The cloth builder already emits each family in colour order, so for a
  * grid the greedy colouring reproduces its order exactly (4 colours per

@@ -5,15 +5,16 @@
  * Positions stay packed xyz (pos[3 * i]), so each block loads its 8 a-ends
  * and 8 b-ends with one 16-byte load each and transposes them to x, y, z
  * vectors (cheaper than 6 gathers on the EPYC we measure: bench/README.md
- * section 7), gathers the inverse masses (2 gathers), computes the 8 projections with exactly the
- * scalar reference's IEEE operations in its order (no fused multiply-add:
- * FMA is deliberately not enabled, so the compiler cannot contract either;
- * sqrt and division are correctly rounded in both), so the two paths give
- * bit-identical positions. Then it transposes back and stores each
- * corrected position (8 + 4 bytes) lane by lane: no two constraints of a colour share a particle, so no lane
- * overwrites another's work. A colour's last block stores only its real
- * lanes; the padding (particle 0 to itself, inverse masses read as they
- * are) is computed and dropped.
+ * section 7), gathers the inverse masses (2 gathers), and computes the 8
+ * projections with exactly the scalar reference's IEEE operations in its
+ * order: no fused multiply-add (FMA is deliberately not enabled, so the
+ * compiler cannot contract either), and sqrt and division are correctly
+ * rounded in both, so the two paths give bit-identical positions. Then it
+ * transposes back and stores each corrected position (8 + 4 bytes, never
+ * the next particle's x) lane by lane: no two constraints of a colour share
+ * a particle, so no lane overwrites another's work. A colour's last block
+ * stores only its real lanes; the padding (particle 0 to itself) is
+ * computed and dropped.
  *
  * A lane the reference skips (both ends pinned, coincident ends, XPBD's
  * zero denominator) keeps its positions and multiplier exactly: its
