@@ -42,6 +42,8 @@ import subprocess
 import sys
 import time
 
+from run import load_average  # bench/run.py, beside this file
+
 BANNER = re.compile(rb"listening on ([0-9.]+):(\d+) \((\d+) workers\)")
 
 CAPES = 64
@@ -62,12 +64,6 @@ class BenchError(Exception):
     pass
 
 
-def load_average():
-    try:
-        with open("/proc/loadavg") as f:
-            return f.read().split()[0]
-    except OSError:
-        return "?"
 
 
 LOAD_BEFORE = load_average()
