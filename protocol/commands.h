@@ -73,7 +73,8 @@
     X(TOPOLOGY, topology, "topology", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_READ,       \
       CD_PAYLOAD_NONE)                                                                            \
     X(PING, ping, "ping", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)  \
-    X(AUTH, auth, "auth", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)
+    X(AUTH, auth, "auth", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)  \
+    X(STATS, stats, "stats", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)
 
 typedef enum cd_command {
 #define CD_COMMAND_ENUM(ID, name, wire, rule, touches, access, payload) CD_CMD_##ID,

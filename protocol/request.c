@@ -521,6 +521,7 @@ static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_re
 #define parse_status parse_nothing
 #define parse_topology parse_nothing
 #define parse_ping parse_nothing
+#define parse_stats parse_nothing
 
 static cd_status parse_auth(const cJSON *obj, const cd_limits *lim, cd_request *req,
                             cd_error *err)

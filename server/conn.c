@@ -34,8 +34,6 @@
 /* Event bytes in flight to one client before only the newest per kind is kept. */
 #define CD_EVENT_BUDGET (64u * 1024u)
 
-typedef enum cd_write_kind { CD_WRITE_REPLY, CD_WRITE_EVENT, CD_WRITE_FRAME } cd_write_kind;
-
 typedef struct cd_write {
     uv_write_t req;
     cd_conn *conn;
@@ -80,6 +78,8 @@ static void on_write_done(uv_write_t *req, int status)
     cd_write *w = (cd_write *)req;
     cd_conn *conn = w->conn;
     *bytes_of(conn, w->kind) -= w->cost;
+    if (status >= 0)
+        cd_metrics_sent(conn, w->kind, w->len, w->frame_count);
     for (uint32_t i = 0; i < w->frame_count; i++)
         cd_frame_buf_unref(w->frames[i]);
     free(w->line);
@@ -142,6 +142,8 @@ void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
     /* A client that never reads its replies is closed, not buffered for. */
     if (conn->closing ||
         conn->reply_bytes + len + sizeof(cd_write) > conn->server->opts.max_output) {
+        if (!conn->closing)
+            cd_metrics_output_limit(conn, conn->reply_bytes + len);
         free(line);
         cd_conn_close(conn);
         return;
@@ -227,6 +229,7 @@ void cd_conn_send_reply(cd_conn *conn, cJSON *reply)
 
 void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err)
 {
+    cd_metrics_error(conn, err);
     size_t len = 0;
     char *line = cd_reply_error_line(id, err, &len);
     cd_conn_send_line(conn, line, len);
@@ -353,6 +356,7 @@ static void put_slot(cd_conn *conn, cd_frame_buf *frame)
 {
     for (uint32_t i = 0; i < conn->slot_count; i++) {
         if (conn->slots[i].instance == frame->instance) {
+            cd_metrics_frame_skipped(conn);
             cd_frame_buf_unref(conn->slots[i].frame);
             cd_frame_buf_ref(frame);
             conn->slots[i].frame = frame;
@@ -478,6 +482,7 @@ static void fail_limit(cd_conn *conn, const char *message)
 {
     cd_error err;
     cd_fail(&err, CD_E_LIMIT_EXCEEDED, "%s", message);
+    cd_metrics_command(conn, CD_CMD_COUNT); /* not a request's error */
     cd_conn_send_error(conn, NULL, &err);
     cd_conn_close_after_writes(conn);
 }
@@ -487,6 +492,7 @@ static void fail_line_too_long(cd_conn *conn)
     cd_error err;
     cd_fail(&err, CD_E_LINE_TOO_LONG, "line: longer than the limit of %zu bytes",
             conn->server->opts.max_line);
+    cd_metrics_command(conn, CD_CMD_COUNT); /* not a request's error */
     cd_conn_send_error(conn, NULL, &err);
     cd_conn_close_after_writes(conn);
 }
@@ -508,7 +514,9 @@ static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
         return CD_DISPATCH_DONE;
     cd_request req;
     cd_error err;
-    if (cd_request_parse(line, len, &conn->server->limits, &req, &err) != CD_OK) {
+    cd_status parsed = cd_request_parse(line, len, &conn->server->limits, &req, &err);
+    cd_metrics_command(conn, req.cmd);
+    if (parsed != CD_OK) {
         cd_conn_send_error(conn, req.id, &err);
         cd_request_free(&req);
         return CD_DISPATCH_DONE;
@@ -671,6 +679,7 @@ void cd_conn_accept(cd_server *server)
         return;
     }
     uv_tcp_nodelay(&conn->tcp, 1);
+    cd_metrics_conn_open(conn);
     conn->access = cd_auth_initial_access(server);
     if (server->conn_count > server->opts.max_connections) {
         char message[96];
@@ -704,6 +713,7 @@ static void on_close(uv_handle_t *handle)
     cd_conn *conn = handle->data;
     cd_server *server = conn->server;
     server->conn_count--;
+    cd_metrics_conn_close(conn);
     if (conn->prev != NULL)
         conn->prev->next = conn->next;
     else

@@ -5,6 +5,9 @@
  *   queries.c  the read-only requests: get, topology, status
  *   stepper.c  step batches on the worker pool, completion, frame fan-out
  *   frames.c   reference-counted encoded frames
+ *   metrics.c  counters, the log lines of events, `stats`, Prometheus text
+ *   health.c   the HTTP ports: /healthz, /readyz, /metrics
+ *   log.c      the log line writer
  */
 #ifndef CLOTHD_SERVER_INTERNAL_H
 #define CLOTHD_SERVER_INTERNAL_H
@@ -17,6 +20,8 @@
 
 #include "../protocol/protocol.h"
 #include "../solver/solver.h"
+#include "log.h"
+#include "metrics.h"
 #include "pool.h"
 #include "server.h"
 
@@ -24,6 +29,7 @@ typedef struct cd_server cd_server;
 typedef struct cd_conn cd_conn;
 typedef struct cd_batch cd_batch;
 typedef struct cd_event_slot cd_event_slot;
+typedef struct cd_health cd_health;
 
 /* What a connection may send (server/auth.c). */
 typedef enum cd_access_level {
@@ -116,6 +122,8 @@ struct cd_conn {
     cd_frame_options all_options; /* of the "all" subscription */
     cd_subscription *subs;
     uint32_t sub_count, sub_cap;
+
+    cd_conn_stats stats; /* peer, counters, log rate limits (metrics.c) */
 };
 
 struct cd_server {
@@ -141,6 +149,9 @@ struct cd_server {
     cd_batch *finished; /* finished, waiting for a worker's last notify */
     bool debug;        /* viewers' debug overlay, set by the debug command */
     bool shutting_down;
+    cd_log log;
+    cd_metrics metrics;
+    cd_health *health; /* the HTTP ports; NULL when neither is configured */
 };
 
 /* ---- conn.c ---- */
@@ -197,7 +208,8 @@ cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req);
 void cd_add_vec3(cJSON *obj, const char *name, cd_vec3 v);
 const char *cd_instance_type_name(cd_instance_type type);
 /* The handler of every row of CD_COMMAND_MAP (protocol/commands.h), in
- * dispatch.c, or queries.c for the read-only get, topology and status. */
+ * dispatch.c, or queries.c for the read-only get, topology and status, or
+ * metrics.c for stats. */
 #define CD_DECLARE_HANDLER(ID, name, wire, rule, touches, access, payload) \
     cd_dispatch_result cd_cmd_##name(cd_conn *conn, const cd_request *req);
 CD_COMMAND_MAP(CD_DECLARE_HANDLER)
@@ -227,6 +239,47 @@ void cd_stepper_forget_conn(cd_conn *conn);
 /* Sends the current frame of `inst` to one connection, in the form its
  * subscription asks for (plain when it has none); `every` does not apply. */
 void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst);
+
+/* ---- metrics.c: counters and log lines; each hook is one call ---- */
+/* The server listens on host:port: logs the start line. */
+void cd_metrics_started(cd_server *server, const char *host, int port);
+/* SIGINT/SIGTERM: logs the stop line. */
+void cd_metrics_stopping(cd_server *server, int signum);
+/* Accepted (counted in conn_count already): the peer, the connect line. */
+void cd_metrics_conn_open(cd_conn *conn);
+/* The connection is freed: the close line. */
+void cd_metrics_conn_close(cd_conn *conn);
+/* The command a line names (parsed or not), now being run on `conn`;
+ * CD_CMD_COUNT for none (an error not tied to a request follows). */
+void cd_metrics_command(cd_conn *conn, cd_command cmd);
+/* An error reply to `conn`: counted, and logged by its code's level. */
+void cd_metrics_error(cd_conn *conn, const cd_error *err);
+/* A write of `bytes` (`frames` frames) to `conn` completed. */
+void cd_metrics_sent(cd_conn *conn, cd_write_kind kind, size_t bytes, uint32_t frames);
+/* A frame waiting in a slow subscriber's slot was replaced by a newer one. */
+void cd_metrics_frame_skipped(cd_conn *conn);
+/* A client that does not read its replies is closed (--max-output). */
+void cd_metrics_output_limit(cd_conn *conn, size_t queued);
+/* A step batch of `instances` started at `started_ns` (uv_hrtime) has
+ * finished; `conn` is its requester (NULL when it has gone). */
+void cd_metrics_step(cd_server *server, const cd_conn *conn, uint64_t started_ns,
+                     uint32_t instances);
+/* The Prometheus text exposition of every metric (malloc'd, `*len` bytes);
+ * NULL on OOM. */
+char *cd_metrics_prometheus(cd_server *server, size_t *len);
+/* The distance solve's SIMD path, as `stats` and clothd_info report it. */
+const char *cd_metrics_simd_path(void);
+
+/* ---- health.c: the HTTP ports ---- */
+/* Binds --health-port and --metrics-port when given; false after logging
+ * why (clothd then exits 1). */
+bool cd_health_start(cd_server *server);
+/* Prints "clothd health on HOST:PORT" (and metrics) to `out`. */
+void cd_health_announce(const cd_server *server, FILE *out);
+/* "host:port" of the health (metrics: false) or metrics port; "" if off. */
+const char *cd_health_address(const cd_server *server, bool metrics);
+/* Closes the listeners and every HTTP connection (shutdown). */
+void cd_health_close(cd_server *server);
 
 /* ---- server.c ---- */
 bool cd_server_is_busy(const cd_server *server, cd_id instance);

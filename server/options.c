@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../solver/solver.h"
+#include "log.h"
 #include "pool.h"
 #include "server.h"
 
@@ -37,6 +38,11 @@ cd_server_options cd_default_server_options(void)
         .frame_budget = 4u * 1024 * 1024,
         .max_connections = 128,
         .line_timeout = 30,
+        .log_level = CD_LOG_INFO,
+        .log_format = CD_LOG_TEXT,
+        .slow_step_ms = 50,
+        .health_port = -1,
+        .metrics_port = -1,
     };
     return o;
 }
@@ -48,6 +54,7 @@ typedef enum flag_kind {
     FLAG_U32,    /* uint32_t */
     FLAG_SIZE,   /* size_t */
     FLAG_SWITCH, /* bool, takes no value */
+    FLAG_CHOICE, /* int: the index of the value in `choices` */
 } flag_kind;
 
 typedef struct flag_spec {
@@ -62,6 +69,15 @@ typedef struct flag_spec {
 
 #define OPT(member) offsetof(cd_server_options, member)
 #define TEXT(member) OPT(member), sizeof(((cd_server_options *)0)->member)
+
+/* The values of each FLAG_CHOICE field, NULL-terminated, in the order of
+ * cd_log_level and cd_log_format (server/log.h). */
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+static const struct {
+    size_t offset;
+    const char *const *values;
+} choices[] = {{OPT(log_level), log_levels}, {OPT(log_format), log_formats}};
 
 /* In the order of the usage text. */
 static const flag_spec flags[] = {
@@ -90,6 +106,18 @@ static const flag_spec flags[] = {
      "a second token that allows only read-only commands (or CLOTHD_READONLY_TOKEN)"},
     {"--insecure", "", FLAG_SWITCH, OPT(insecure), 0, 0, 0,
      "allow a non-loopback --bind without a token"},
+    {"--log-level", "LEVEL", FLAG_CHOICE, OPT(log_level), 0, 0, 0,
+     "error, warn, info (default: one line per connection) or debug (also each rejected request)"},
+    {"--log-format", "FORMAT", FLAG_CHOICE, OPT(log_format), 0, 0, 0,
+     "text (default) or json: one object per line on stderr"},
+    {"--slow-step-ms", "MS", FLAG_U32, OPT(slow_step_ms), 0, 0, 3600000,
+     "log a step slower than this at warn (default 50, 0 = never)"},
+    {"--health-port", "N", FLAG_INT, OPT(health_port), 0, 0, 65535,
+     "serve HTTP GET /healthz and /readyz on this port (default off, 0 = ephemeral)"},
+    {"--metrics-port", "N", FLAG_INT, OPT(metrics_port), 0, 0, 65535,
+     "serve HTTP GET /metrics (Prometheus text) on this port (default off; may be the health port)"},
+    {"--http-bind", "ADDR", FLAG_TEXT, TEXT(http_bind), 0, 0,
+     "address of the health and metrics ports (default: the --bind address)"},
 };
 
 #define FLAG_COUNT (sizeof flags / sizeof flags[0])
@@ -136,6 +164,18 @@ static bool store(const flag_spec *spec, const char *value, cd_server_options *o
     case FLAG_SWITCH:
         *(bool *)field = true;
         return true;
+    case FLAG_CHOICE:
+        for (size_t c = 0; c < sizeof choices / sizeof choices[0]; c++) {
+            if (choices[c].offset != spec->offset)
+                continue;
+            for (int i = 0; value != NULL && choices[c].values[i] != NULL; i++) {
+                if (strcmp(value, choices[c].values[i]) == 0) {
+                    *(int *)field = i;
+                    return true;
+                }
+            }
+        }
+        return false;
     default:
         break;
     }

@@ -45,11 +45,12 @@ static void close_handle(uv_handle_t *handle, void *arg)
 
 static void on_signal(uv_signal_t *handle, int signum)
 {
-    (void)signum;
     cd_server *server = handle->data;
     if (server->shutting_down)
         return;
     server->shutting_down = true;
+    cd_metrics_stopping(server, signum);
+    cd_health_close(server);
     /* Join the workers before closing the handle they wake us with. */
     cd_pool_destroy(server->pool);
     server->pool = NULL;
@@ -126,7 +127,9 @@ static int listen_on(cd_server *server, const cd_server_options *opts)
     }
     printf("clothd %s listening on %s:%d (%u workers)\n", CD_VERSION_STRING, host, port,
            opts->workers);
+    cd_health_announce(server, stdout);
     fflush(stdout);
+    cd_metrics_started(server, host, port);
     return 0;
 }
 
@@ -135,6 +138,7 @@ int cd_server_run(const cd_server_options *opts)
     cd_server server;
     memset(&server, 0, sizeof server);
     server.opts = *opts;
+    cd_log_init(&server.log, (cd_log_level)opts->log_level, (cd_log_format)opts->log_format, stderr);
     server.limits = cd_default_limits();
     server.limits.max_particles = opts->max_particles;
     server.limits.max_step_work = opts->max_step_work;
@@ -178,7 +182,7 @@ int cd_server_run(const cd_server_options *opts)
     uv_signal_start(&server.sigterm, on_signal, SIGTERM);
     /* A client vanishing mid-write must not kill the process. */
     signal(SIGPIPE, SIG_IGN);
-    if (listen_on(&server, opts) != 0)
+    if (!cd_health_start(&server) || listen_on(&server, opts) != 0)
         goto shutdown;
 
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -187,6 +191,7 @@ int cd_server_run(const cd_server_options *opts)
 shutdown:
     if (!server.shutting_down) {
         server.shutting_down = true;
+        cd_health_close(&server);
         cd_pool_destroy(server.pool);
         server.pool = NULL;
         uv_walk(&loop, close_handle, &server);

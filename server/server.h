@@ -27,6 +27,12 @@ typedef struct cd_server_options {
     char token_file[4096];          /* the full-access token's file, "" = CLOTHD_TOKEN or none */
     char readonly_token_file[4096]; /* the read-only token's file, "" = CLOTHD_READONLY_TOKEN */
     bool insecure;                  /* serve a non-loopback bind without a token */
+    int log_level;          /* cd_log_level (server/log.h): error, warn, info, debug */
+    int log_format;         /* cd_log_format: text or json */
+    uint32_t slow_step_ms;  /* a step batch slower than this is logged at warn; 0: never */
+    int health_port;        /* HTTP /healthz and /readyz; -1: off, 0: ephemeral */
+    int metrics_port;       /* HTTP /metrics (Prometheus); -1: off; may equal health_port */
+    char http_bind[64];     /* address of the HTTP ports; "": the --bind address */
 } cd_server_options;
 
 cd_server_options cd_default_server_options(void);

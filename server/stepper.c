@@ -71,6 +71,7 @@ struct cd_batch {
     char *id_text; /* the request's id as printed in the reply; NULL: none */
     char id_int[16]; /* id_text of an integer id (no allocation) */
     cd_batch *next;
+    uint64_t started; /* uv_hrtime() at the start, for clothd_step_duration_seconds */
     uint32_t count, pending;
     cd_step_job jobs[];
 };
@@ -148,6 +149,7 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
     }
     batch->server = server;
     batch->conn = conn;
+    batch->started = uv_hrtime();
     batch->id_text = req_id ? print_id(req_id, batch->id_int) : NULL;
     if (req_id != NULL && batch->id_text == NULL) {
         free(batch);
@@ -415,6 +417,7 @@ static char *step_reply(const cd_batch *batch, size_t *len)
 static void finish_batch(cd_server *server, cd_batch *batch)
 {
     unlink_batch(server, batch);
+    cd_metrics_step(server, batch->conn, batch->started, batch->count);
     cd_conn *conn = batch->conn;
     if (conn != NULL) {
         size_t len = 0;
