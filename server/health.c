@@ -13,7 +13,8 @@
  * This is not a general HTTP server: one request per connection, answered
  * with "Connection: close". The request head (request line and headers)
  * must fit CD_HTTP_REQUEST_MAX bytes (else 431) and arrive within
- * CD_HTTP_TIMEOUT_MS (else 408); a body is never read. At most
+ * CD_HTTP_TIMEOUT_MS of the connect, or --line-timeout when shorter (else
+ * 408); a body is never read. At most
  * CD_HTTP_MAX_CONNS connections at once; more are closed unanswered. After
  * the response the write side is shut down and input is read and dropped
  * until the client closes (or the timer ends it), so that closing never
@@ -372,7 +373,8 @@ static void on_connection(uv_stream_t *listener, int status)
                      ntohs(((struct sockaddr_in *)&addr)->sin_port));
         }
     }
-    uv_timer_start(&c->timer, on_timer, CD_HTTP_TIMEOUT_MS, 0);
+    const uint64_t line_ms = (uint64_t)h->server->opts.line_timeout * 1000u;
+    uv_timer_start(&c->timer, on_timer, line_ms < CD_HTTP_TIMEOUT_MS ? line_ms : CD_HTTP_TIMEOUT_MS, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
         close_conn(c);
 }

@@ -122,9 +122,12 @@ class Server:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stderr(self) -> str:
+    def stderr(self, limit: Optional[int] = 4000) -> str:
+        """What clothd wrote to stderr: the last `limit` characters (all of
+        it with limit=None: its log)."""
         self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace")[-4000:]
+        text = self._stderr.read().decode(errors="replace")
+        return text if limit is None else text[-limit:]
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Sends `sig` and asserts a clean exit (code 0) within 5 s."""
