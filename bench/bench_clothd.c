@@ -11,6 +11,10 @@
  * solver, as Bullet's peer does: no tethers, the seed's constant wind (no
  * aerodynamics), no sleeping (a sleeping curtain would time nothing).
  *
+ * The distance kernel is the process's (CLOTHD_SIMD=scalar forces the
+ * scalar reference; READY and SMALLSTEPS name it as "simd"): run.py starts
+ * a second bench_clothd with it to compare the paths in one run.
+ *
  * Usage:
  *   bench_clothd           runs a default script and prints one line per case
  *   bench_clothd --serve   reads commands from stdin, one per line, and
@@ -31,6 +35,11 @@
  *   depth N SUBSTEPS ITERS TETHERS AIR STEPS
  *                            a fresh curtain, STEPS steps; strain at the
  *                            end, µs/step over the second half      -> DEPTH
+ *   smallsteps N SUBSTEPS ITERS STEPS
+ *                            issue 8: XPBD (compliance 0, bend 0.02) with
+ *                            tethers, constant wind (no aero stage); the
+ *                            second half timed, with the SIMD path
+ *                                                               -> SMALLSTEPS
  *   release N SUBSTEPS ITERS TETHERS STEPS
  *                            a fresh curtain created horizontal (down +z),
  *                            top row pinned, left to swing down; the peak
@@ -257,9 +266,9 @@ static int cmd_curtain(bench_state *st, int n, int iters, int warmup)
     if (!ok)
         return fail("curtain: the instability guard fired during warm-up");
     emit("READY",
-         "{\"engine\":\"clothd\",\"n\":%d,\"iters\":%d,\"particles\":%" PRIu32
+         "{\"engine\":\"clothd\",\"simd\":\"%s\",\"n\":%d,\"iters\":%d,\"particles\":%" PRIu32
          ",\"constraints\":%" PRIu32 ",\"warmup_steps\":%d,\"warmup_us\":%.2f}",
-         n, iters, info.particles, info.constraints, warmup,
+         cd_solver_simd_path(), n, iters, info.particles, info.constraints, warmup,
          warmup > 0 ? (t1 - t0) * 1e6 / warmup : 0.0);
     return 0;
 }
@@ -520,6 +529,42 @@ static int cmd_depth(bench_state *st, int n, int substeps, int iters, int tether
          "\"air\":%s,\"steps\":%d,\"strain\":%.6f,\"us\":%.2f,\"cpu_us\":%.2f}",
          n, substeps, iters, tethers ? "true" : "false", air ? "true" : "false", steps, strain,
          us, cpu_us);
+    return 0;
+}
+
+/* Issue 8's small-steps case: clothd's defaults but XPBD (stretch and shear
+ * compliance 0, bend 0.02 m/N) with tethers, wind as a constant
+ * acceleration (no aerodynamic stage), SUBSTEPS x ITERS;
+ * STEPS / 2 steps to settle, then the rest timed. The whole step is timed;
+ * the projections counted are the distance constraints' (constraints x
+ * substeps x iterations; the tethers' one-per-particle are extra). */
+static int cmd_smallsteps(bench_state *st, int n, int substeps, int iters, int steps)
+{
+    cd_cloth_def def = depth_curtain(n);
+    def.substeps = substeps;
+    def.solver_iterations = iters;
+    def.tethers = true;
+    def.wind_model = CD_WIND_CONSTANT;
+    def.stretch_compliance = 0.0f; /* XPBD: inextensible stretch and shear */
+    def.bend_compliance = 0.02f;   /* m/N, as the `stretch` sheet */
+    cd_instance *inst = pinned_curtain(st->world, &def);
+    if (inst == NULL)
+        return 1;
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    double us = 0.0, cpu_us = 0.0;
+    bool ok = step_curtain(inst, steps - steps / 2);
+    ok = time_steps(inst, steps / 2, &us, &cpu_us) && ok;
+    const double strain = cd_instance_max_structural_strain(inst);
+    cd_world_destroy_instance(st->world, cd_instance_id(inst));
+    if (!ok)
+        return fail("smallsteps: the instability guard fired");
+    emit("SMALLSTEPS",
+         "{\"engine\":\"clothd\",\"simd\":\"%s\",\"n\":%d,\"substeps\":%d,\"iters\":%d,"
+         "\"constraints\":%" PRIu32 ",\"steps\":%d,\"strain\":%.6f,\"us\":%.2f,"
+         "\"cpu_us\":%.2f,\"projections_per_cpu_s\":%.0f}",
+         cd_solver_simd_path(), n, substeps, iters, info.constraints, steps, strain, us, cpu_us,
+         (double)info.constraints * substeps * iters / (cpu_us * 1e-6));
     return 0;
 }
 
@@ -939,6 +984,11 @@ static int run_command(bench_state *st, const char *line)
         if (got != 7 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || f < 2)
             return fail("depth: expected N SUBSTEPS ITERS TETHERS AIR STEPS");
         return cmd_depth(st, a, b, c, d, e, f);
+    }
+    if (strcmp(cmd, "smallsteps") == 0) {
+        if (got != 5 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || d < 2)
+            return fail("smallsteps: expected N SUBSTEPS ITERS STEPS");
+        return cmd_smallsteps(st, a, b, c, d);
     }
     if (strcmp(cmd, "release") == 0) {
         if (got != 6 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || e < 1)

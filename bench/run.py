@@ -17,6 +17,8 @@ human table per section, then one machine-readable line per case:
     BENCH {"case":"sleep",...}
     BENCH {"case":"self",...}       (section 5: one line per sheet size)
     BENCH {"case":"softbody",...}   (section 5: one line per volume stiffness)
+    BENCH {"case":"smallsteps",...} (section 7b; section 7's figures are in the
+                                     curtain lines: simd_*, scalar_*)
 
 Timing targets are reported as PASS/MISS and never change the exit code. The
 exit code is non-zero only when an executable fails or crashes, or when the
@@ -69,6 +71,11 @@ SELF_TARGET_N = 64          # the issue: 64² ends with no pair closer than 0.9 
 SELF_TARGET_CLOSEST = 0.9
 SOFTBODY_STIFFNESS = (1.0, 0.02)   # volumeStiffness of the dropped ball
 SOFTBODY_STEPS = 240        # 4 s
+SIMD_TARGET_MPS = 350       # issue 8: 64², 8 iterations, M projections/s/core on AVX2
+SIMD_TARGET_BULLET = 10.0   # issue 8: and >= 10x Bullet in the same run
+SMALLSTEPS = (64, 8, 1, 300)  # issue 8: XPBD + tethers, N, substeps, iterations, steps
+SMALLSTEPS_RUNS = 3
+SMALLSTEPS_TARGET_MPS = 300
 
 
 class BenchError(Exception):
@@ -78,12 +85,13 @@ class BenchError(Exception):
 class Engine:
     """One bench executable in --serve mode: a line in, one `TAG {json}` out."""
 
-    def __init__(self, name, path):
+    def __init__(self, name, path, env=None):
         self.name = name
         if not os.access(path, os.X_OK):
             raise BenchError(f"{name}: {path} is missing; run `make bench`")
         self.proc = subprocess.Popen([path, "--serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, text=True, bufsize=1,
+                                     env=None if env is None else {**os.environ, **env})
 
     def ask(self, command, tag):
         try:
@@ -178,12 +186,16 @@ def spread(values):
     return 100.0 * (max(values) - min(values)) / m if m > 0 else 0.0
 
 
-def run_curtain(clothd, bullet, matched, n, samples, log):
+def run_curtain(clothd, bullet, matched, n, samples, log, scalar=None):
     """clothd vs Bullet's idiomatic curtain (`bullet`) and, for information,
-    Bullet given clothd's own constraint list (`matched`, may be None)."""
+    Bullet given clothd's own constraint list (`matched`, may be None); with
+    `scalar` (a bench_clothd forced to the scalar kernel), section 7's
+    scalar-vs-SIMD comparison from the same interleaved samples."""
     engines = [("clothd", clothd, ""), ("bullet", bullet, " patch")]
     if matched is not None:
         engines.append(("matched", matched, " matched"))
+    if scalar is not None:
+        engines.append(("scalar", scalar, ""))
     log(f"  curtain {n}x{n}: warm-up ...")
     ready = {key: eng.ask(f"curtain {n} {ITERS} {WARMUP_STEPS}{arg}", "READY")
              for key, eng, arg in engines}
@@ -235,15 +247,102 @@ def run_curtain(clothd, bullet, matched, n, samples, log):
         "samples": samples, "steps_per_sample": steps, "warmup_steps": WARMUP_STEPS,
         "strain_steps": STRAIN_STEPS,
     })
+    names = {"matched": "bullet_matched", "scalar": "clothd_scalar"}
     for key, _, _ in engines:
-        row[f"{'bullet_matched' if key == 'matched' else key}_spread_pct"] = round(spread(us[key]), 1)
+        row[f"{names.get(key, key)}_spread_pct"] = round(spread(us[key]), 1)
     for key, _, _ in engines:
-        row[f"{'bullet_matched' if key == 'matched' else key}_us_samples"] = [
-            round(v, 2) for v in us[key]]
+        row[f"{names.get(key, key)}_us_samples"] = [round(v, 2) for v in us[key]]
+    if scalar is not None:
+        # Per core: thread CPU time of the single-threaded step.
+        per_cpu = lambda key, links: links * ITERS / (med_cpu[key] * 1e-6)
+        row.update({
+            "simd": ready["clothd"].get("simd", "?"), "scalar_simd": ready["scalar"].get("simd", "?"),
+            "clothd_scalar_us": round(med["scalar"], 2),
+            "clothd_scalar_cpu_us": round(med_cpu["scalar"], 2),
+            "clothd_scalar_strain": round(strain["scalar"], 5),
+            "simd_projections_per_cpu_s": round(per_cpu("clothd", count["clothd"])),
+            "scalar_projections_per_cpu_s": round(per_cpu("scalar", count["clothd"])),
+            "bullet_projections_per_cpu_s": round(per_cpu("bullet", count["bullet"])),
+            "simd_over_scalar_cpu": round(med_cpu["scalar"] / med_cpu["clothd"], 3),
+            "simd_over_bullet_cpu": round(med_cpu["bullet"] / med_cpu["clothd"], 3),
+            "scalar_over_bullet_cpu": round(med_cpu["bullet"] / med_cpu["scalar"], 3),
+        })
+        if n == CURTAIN_TARGET_N:
+            row["simd_target_projections_per_s"] = SIMD_TARGET_MPS * 1e6
+            row["simd_target_bullet_ratio"] = SIMD_TARGET_BULLET
     if n == CURTAIN_TARGET_N:
         row["target_ratio"] = CURTAIN_TARGET_RATIO
         row["verdict"] = "PASS" if ratio >= CURTAIN_TARGET_RATIO else "MISS"
     return row
+
+
+def run_smallsteps(clothd, scalar, log):
+    """Section 7b: XPBD with tethers, 8 substeps x 1 iteration, constant wind,
+    on both kernels, SMALLSTEPS_RUNS alternating runs each (median)."""
+    log(f"  simd: XPBD + tethers {SMALLSTEPS[1]} substeps x {SMALLSTEPS[2]} iteration, "
+        f"{SMALLSTEPS[0]}² ...")
+    got = {"simd": [], "scalar": []}
+    first = None
+    for k in range(SMALLSTEPS_RUNS):
+        order = [("simd", clothd), ("scalar", scalar)]
+        for key, eng in (order if k % 2 == 0 else order[::-1]):
+            r = eng.ask("smallsteps %d %d %d %d" % SMALLSTEPS, "SMALLSTEPS")
+            got[key].append(r)
+            first = first or r
+    med = {key: statistics.median(r["cpu_us"] for r in v) for key, v in got.items()}
+    proj = first["constraints"] * SMALLSTEPS[1] * SMALLSTEPS[2]
+    simd_mps = proj / (med["simd"] * 1e-6)
+    return {
+        "case": "smallsteps", "n": SMALLSTEPS[0], "substeps": SMALLSTEPS[1],
+        "iters": SMALLSTEPS[2], "steps": SMALLSTEPS[3], "runs": SMALLSTEPS_RUNS,
+        "constraints": first["constraints"], "simd": got["simd"][0]["simd"],
+        "scalar_simd": got["scalar"][0]["simd"],
+        "simd_cpu_us": round(med["simd"], 2), "scalar_cpu_us": round(med["scalar"], 2),
+        "simd_projections_per_cpu_s": round(simd_mps),
+        "scalar_projections_per_cpu_s": round(proj / (med["scalar"] * 1e-6)),
+        "simd_strain": got["simd"][0]["strain"], "scalar_strain": got["scalar"][0]["strain"],
+        "target_projections_per_s": SMALLSTEPS_TARGET_MPS * 1e6,
+        "verdict": "PASS" if simd_mps >= SMALLSTEPS_TARGET_MPS * 1e6 else "MISS",
+    }
+
+
+def print_simd(curtains, small):
+    rows = [c for c in curtains if "simd_projections_per_cpu_s" in c]
+    if rows:
+        print(f"7. The distance kernels (issue 8): the curtains of section 1 ({ITERS} iterations, the "
+              f"seed's solver), from the same interleaved samples: bench_clothd on the "
+              f"\"{rows[0]['simd']}\" path and a second one forced to \"{rows[0]['scalar_simd']}\" "
+              "(CLOTHD_SIMD=scalar); M projections per second per core (thread CPU time)")
+        out = []
+        for c in rows:
+            target = "-"
+            if "simd_target_projections_per_s" in c:
+                ok = (c["simd_projections_per_cpu_s"] >= c["simd_target_projections_per_s"]
+                      and c["simd_over_bullet_cpu"] >= c["simd_target_bullet_ratio"])
+                target = (f"≥{SIMD_TARGET_MPS} M and ≥{SIMD_TARGET_BULLET:g}× Bullet: "
+                          + ("PASS" if ok else "MISS"))
+            out.append([f"{c['n']}²", f"{c['clothd_scalar_cpu_us']:.0f}", f"{c['clothd_cpu_us']:.0f}",
+                        mps(c["scalar_projections_per_cpu_s"]), mps(c["simd_projections_per_cpu_s"]),
+                        mps(c["bullet_projections_per_cpu_s"]), f"{c['simd_over_scalar_cpu']:.2f}×",
+                        f"{c['scalar_over_bullet_cpu']:.2f}×", f"{c['simd_over_bullet_cpu']:.2f}×",
+                        target])
+        print(table(["grid", "scalar µs", "SIMD µs", "scalar proj/s", "SIMD proj/s", "Bullet proj/s",
+                     "SIMD/scalar", "scalar vs Bullet", "SIMD vs Bullet", "target (64²)"], out))
+        print("   µs: thread CPU time per step (whole step). proj/s: constraints x iterations / CPU time.")
+        print()
+    if small:
+        r = small
+        print(f"7b. XPBD with tethers, {r['substeps']} substeps x {r['iters']} iteration, constant wind "
+              f"(no aero stage), {r['n']}² curtain, whole step (median of {r['runs']} alternating runs, "
+              f"second half of {r['steps']} steps each)")
+        print(table(["path", "µs/step", "M proj/s", "target"],
+                    [[r["scalar_simd"], f"{r['scalar_cpu_us']:.0f}",
+                      mps(r["scalar_projections_per_cpu_s"]), "-"],
+                     [r["simd"], f"{r['simd_cpu_us']:.0f}", mps(r["simd_projections_per_cpu_s"]),
+                      f"≥{SMALLSTEPS_TARGET_MPS} M: {r['verdict']}"]]))
+        print("   projections: distance constraints x substeps x iterations (tethers, one per "
+              "particle, are extra).")
+        print()
 
 
 def run_workers(clothd, us_32, samples, log):
@@ -593,7 +692,7 @@ def other_load_text(cores):
     return f"   other processes used {cores:.2f} of {os.cpu_count()} cores on average meanwhile."
 
 
-def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec=None):
+def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec=None, small=None):
     print()
     print(f"clothd bench — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} cores, "
           f"{platform.machine()}, {elapsed:.0f} s, load average before the run {LOAD_BEFORE}")
@@ -682,11 +781,12 @@ def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec
         print_depth(depth)
     if selfsec:
         print_self(selfsec)
+    print_simd(curtains, small)
     depth_rows = [r for key in ("substeps", "xpbd", "defaults", "sleep")
                   for r in (depth or {}).get(key, [])]
     self_rows = [r for key in ("self", "self_wide", "softbody") for r in (selfsec or {}).get(key, [])]
     for row in (curtains + ([workers] if workers else []) + ([memory] if memory else [])
-                + depth_rows + self_rows):
+                + depth_rows + self_rows + ([small] if small else [])):
         print("BENCH " + json.dumps(row, separators=(",", ":")))
 
 
@@ -702,6 +802,8 @@ def main():
                     help="skip section 4, the solver's depth (substeps, XPBD, tethers, sleeping)")
     ap.add_argument("--no-self", action="store_true",
                     help="skip section 5, self-collision and soft bodies")
+    ap.add_argument("--no-simd", action="store_true",
+                    help="skip section 7, the scalar kernel beside the SIMD one")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args()
     if not 1 <= args.samples <= 64:
@@ -716,7 +818,7 @@ def main():
     LOAD_BEFORE = load_average()
     start = time.monotonic()
     engines = []
-    curtains, workers, memory, depth, selfsec = [], None, None, {}, {}
+    curtains, workers, memory, depth, selfsec, small = [], None, None, {}, {}, None
     others = {}  # section -> cores used by other processes meanwhile
     status = 0
     try:
@@ -728,10 +830,15 @@ def main():
         if not args.no_matched:
             matched = Engine("bench_bullet (clothd's list)", os.path.join(args.build, "bench_bullet"))
             engines.append(matched)
+        scalar = None
+        if not args.no_simd:
+            scalar = Engine("bench_clothd (scalar)", os.path.join(args.build, "bench_clothd"),
+                            env={"CLOTHD_SIMD": "scalar"})
+            engines.append(scalar)
         log("clothd bench: curtains (clothd vs Bullet) ...")
         meter = CpuMeter(engines)
         for n in sizes:
-            curtains.append(run_curtain(clothd, bullet, matched, n, args.samples, log))
+            curtains.append(run_curtain(clothd, bullet, matched, n, args.samples, log, scalar))
         others["curtains"] = meter.others()
         bullet.close()
         if matched is not None:
@@ -759,6 +866,9 @@ def main():
         workers["attempts"] = [{k: a[k] for k in ("speedup", "w2_cores_used", "other_load_cores")}
                                for a in attempts]
         others["workers"] = workers["other_load_cores"]
+        if scalar is not None:
+            small = run_smallsteps(clothd, scalar, log)
+            scalar.close()
         memory = run_memory(clothd)
         if not args.no_depth:
             log("clothd bench: the solver's depth ...")
@@ -778,7 +888,7 @@ def main():
             e.close()
     for c in curtains:
         c["other_load_cores"] = round_or_none(others.get("curtains"))
-    print_report(curtains, workers, memory, others, time.monotonic() - start, depth, selfsec)
+    print_report(curtains, workers, memory, others, time.monotonic() - start, depth, selfsec, small)
     if workers and not workers["identical"]:
         print("bench: FAIL: positions differ between 1 and 2 workers", file=sys.stderr)
     return status

@@ -157,6 +157,7 @@ cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
         cJSON_AddNumberToObject(item, "frame", (double)info->frame);
     }
     cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
+    cJSON_AddStringToObject(reply, "simd", cd_solver_simd_path());
     cd_add_vec3(reply, "globalWind", cd_world_global_wind(server->world));
     cJSON_AddStringToObject(reply, "version", CD_VERSION_STRING);
     cJSON_AddBoolToObject(reply, "debug", server->debug);

@@ -4,9 +4,10 @@
  *   shear       (x,y)-(x+1,y+1), (x+1,y)-(x,y+1) rest s*sqrt2, stiffness*0.8
  *   bending     (x,y)-(x+2,y), (x,y)-(x,y+2)     rest 2s,     bendStiffness
  *
- * Constraints are stored in that order (structural first, which
- * cd_instance_max_structural_strain relies on), each family in two colours
- * (see push_family). */
+ * Constraints are emitted in that order, one group per family pair
+ * (structural first, which cd_instance_max_structural_strain relies on),
+ * each family in two colours (see push_family); colour.c then stores each
+ * group colour by colour for the kernels. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -115,6 +116,8 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
         }
     }
     build_constraints(inst, def);
+    if (!cd_colour_constraints(inst))
+        return false;
 
     inst->def = *def;
     inst->def.right = right;
@@ -128,7 +131,8 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
 {
     inst->particle_count = particles;
     inst->constraint_count = constraints;
-    inst->pos = malloc(sizeof(float) * 3u * particles);
+    /* One float of slack: the AVX2 kernel loads 16 bytes per particle. */
+    inst->pos = malloc(sizeof(float) * (3u * particles + 1u));
     inst->prev = malloc(sizeof(float) * 3u * particles);
     inst->inv_mass = malloc(sizeof(float) * particles);
     inst->own_inv_mass = malloc(sizeof(float) * particles);
@@ -139,6 +143,7 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
     if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
         !inst->tether_anchor || !inst->tether_length || !inst->constraints)
         return false;
+    inst->pos[3u * particles] = 0.0f;
     for (uint32_t i = 0; i < particles; i++)
         inst->tether_anchor[i] = CD_NO_ANCHOR;
     return true;
@@ -156,6 +161,11 @@ void cd_instance_free(cd_instance *inst)
     free(inst->tether_anchor);
     free(inst->tether_length);
     free(inst->constraints);
+    free(inst->coloured.a);
+    free(inst->coloured.b);
+    free(inst->coloured.rest);
+    free(inst->coloured.lambda);
+    free(inst->coloured.colours);
     free(inst->rest);
     free(inst->tets);
     free(inst->triangles);

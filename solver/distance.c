@@ -1,64 +1,138 @@
 /* Gauss-Seidel projection of distance constraints, one pass over every
- * group per call, in array order. A group runs one of two projections:
+ * group per call, colour after colour (colour.c). A group runs one of two
+ * projections:
  *
  * The seed's (compliance < 0), scaled by the group's stiffness k:
- *   dx = pb - pa, d = |dx|, s = (d - rest) / d * k
- *   pa += dx * s * wa / (wa + wb),  pb -= dx * s * wb / (wa + wb)
+ *   dx = pb - pa, d = |dx|, s = (d - rest) / d * k / (wa + wb)
+ *   pa += dx * s * wa,  pb -= dx * s * wb
  *
  * XPBD (compliance alpha >= 0, Macklin et al. 2016), with alpha~ = alpha/h^2
  * and the multiplier lambda accumulated over the substep's iterations:
  *   C = d - rest,  dl = (-C - alpha~ lambda) / (wa + wb + alpha~)
  *   lambda += dl,  pa -= wa dl dx/d,  pb += wb dl dx/d
- * which converges to the same stretch whatever the iteration count. */
+ * which converges to the same stretch whatever the iteration count.
+ *
+ * Two implementations: the scalar reference below, and the AVX2 one of
+ * distance_avx2.c (8 constraints of a colour at a time), picked once at
+ * start-up from the CPU. A colour's constraints share no particle, so both
+ * make the same sequence of projections, with the same IEEE operations in
+ * the same order: today they give bit-identical positions. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 #include "vec3.h"
 
-static void solve_seed(float *restrict pos, const float *restrict w,
-                       const cd_distance *restrict c, uint32_t begin, uint32_t end, float k)
+void cd_solve_seed_scalar(float *restrict pos, const float *restrict w,
+                          const cd_constraints *restrict c, uint32_t colour_begin,
+                          uint32_t colour_end, float k)
 {
-    for (uint32_t i = begin; i < end; i++) {
-        const uint32_t a = c[i].a, b = c[i].b;
-        const float wa = w[a], wb = w[b];
-        const float wsum = wa + wb;
-        if (wsum == 0.0f)
-            continue;
-        float *pa = &pos[3 * a], *pb = &pos[3 * b];
-        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
-        const float d2 = dx * dx + dy * dy + dz * dz;
-        if (!(d2 > 1e-20f))
-            continue; /* coincident: no direction to correct along */
-        const float d = sqrtf(d2);
-        const float s = (d - c[i].rest) / d * k / wsum;
-        cd_move_pair(pa, pb, dx, dy, dz, -s * wa, -s * wb);
+    for (uint32_t col = colour_begin; col < colour_end; col++) {
+        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
+        for (uint32_t i = begin; i < end; i++) {
+            const uint32_t a = c->a[i], b = c->b[i];
+            const float wa = w[a], wb = w[b];
+            const float wsum = wa + wb;
+            if (wsum == 0.0f)
+                continue;
+            float *pa = &pos[3 * a], *pb = &pos[3 * b];
+            const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
+            const float d2 = dx * dx + dy * dy + dz * dz;
+            if (!(d2 > 1e-20f))
+                continue; /* coincident: no direction to correct along */
+            const float d = sqrtf(d2);
+            const float s = (d - c->rest[i]) / d * k / wsum;
+            cd_move_pair(pa, pb, dx, dy, dz, -s * wa, -s * wb);
+        }
     }
 }
 
-static void solve_xpbd(float *restrict pos, const float *restrict w, cd_distance *restrict c,
-                       uint32_t begin, uint32_t end, float alpha_tilde)
+void cd_solve_xpbd_scalar(float *restrict pos, const float *restrict w,
+                          cd_constraints *restrict c, uint32_t colour_begin, uint32_t colour_end,
+                          float alpha_tilde)
 {
-    for (uint32_t i = begin; i < end; i++) {
-        const uint32_t a = c[i].a, b = c[i].b;
-        const float wa = w[a], wb = w[b];
-        const float denom = wa + wb + alpha_tilde;
-        if (denom == 0.0f)
-            continue;
-        float *pa = &pos[3 * a], *pb = &pos[3 * b];
-        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
-        const float d2 = dx * dx + dy * dy + dz * dz;
-        if (!(d2 > 1e-20f))
-            continue;
-        const float d = sqrtf(d2);
-        const float dl = (c[i].rest - d - alpha_tilde * c[i].lambda) / denom;
-        c[i].lambda += dl;
-        const float s = dl / d;
-        cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
+    for (uint32_t col = colour_begin; col < colour_end; col++) {
+        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
+        for (uint32_t i = begin; i < end; i++) {
+            const uint32_t a = c->a[i], b = c->b[i];
+            const float wa = w[a], wb = w[b];
+            const float denom = wa + wb + alpha_tilde;
+            if (denom == 0.0f)
+                continue;
+            float *pa = &pos[3 * a], *pb = &pos[3 * b];
+            const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
+            const float d2 = dx * dx + dy * dy + dz * dz;
+            if (!(d2 > 1e-20f))
+                continue;
+            const float d = sqrtf(d2);
+            const float dl = (c->rest[i] - d - alpha_tilde * c->lambda[i]) / denom;
+            c->lambda[i] += dl;
+            const float s = dl / d;
+            cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
+        }
     }
+}
+
+/* ---- the path, chosen once ------------------------------------------------ */
+
+typedef struct cd_simd_path {
+    const char *name;
+    cd_seed_kernel *seed;
+    cd_xpbd_kernel *xpbd;
+} cd_simd_path;
+
+static const cd_simd_path scalar_path = {"scalar", cd_solve_seed_scalar, cd_solve_xpbd_scalar};
+#ifdef CD_HAVE_AVX2_KERNELS
+static const cd_simd_path avx2_path = {"avx2", cd_solve_seed_avx2, cd_solve_xpbd_avx2};
+#endif
+
+/* Written before main (and by cd_solver_select_simd, which tests and
+ * benches call while no step runs); read-only while steps run. */
+static const cd_simd_path *active_path = &scalar_path;
+
+static bool cpu_has_avx2(void)
+{
+#ifdef CD_HAVE_AVX2_KERNELS
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
+__attribute__((constructor)) static void pick_simd_path(void)
+{
+    const char *forced = getenv("CLOTHD_SIMD");
+    if (forced != NULL && strcmp(forced, "scalar") == 0)
+        return;
+    cd_solver_select_simd("avx2");
+}
+
+const char *cd_solver_simd_path(void)
+{
+    return active_path->name;
+}
+
+bool cd_solver_select_simd(const char *name)
+{
+    if (name == NULL)
+        return false;
+    if (strcmp(name, "scalar") == 0) {
+        active_path = &scalar_path;
+        return true;
+    }
+#ifdef CD_HAVE_AVX2_KERNELS
+    if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) {
+        active_path = &avx2_path;
+        return true;
+    }
+#endif
+    return false;
 }
 
 void cd_stage_reset_multipliers(cd_instance *inst)
 {
-    for (uint32_t i = 0; i < inst->constraint_count; i++)
-        inst->constraints[i].lambda = 0.0f;
+    memset(inst->coloured.lambda, 0, sizeof(float) * inst->coloured.slots);
     for (uint32_t t = 0; t < inst->tet_count; t++)
         inst->tets[t].lambda = 0.0f;
 }
@@ -66,13 +140,16 @@ void cd_stage_reset_multipliers(cd_instance *inst)
 void cd_stage_solve_distances(cd_instance *inst, float h)
 {
     const float inv_h2 = 1.0f / (h * h);
+    const cd_simd_path *path = inst->coloured.sequential ? &scalar_path : active_path;
     for (int g = 0; g < CD_GROUP_COUNT; g++) {
         const cd_group *group = &inst->groups[g];
+        if (group->colour_begin == group->colour_end)
+            continue;
         if (group->compliance < 0.0f)
-            solve_seed(inst->pos, inst->inv_mass, inst->constraints, group->begin, group->end,
-                       group->stiffness);
+            path->seed(inst->pos, inst->inv_mass, &inst->coloured, group->colour_begin,
+                       group->colour_end, group->stiffness);
         else
-            solve_xpbd(inst->pos, inst->inv_mass, inst->constraints, group->begin, group->end,
-                       group->compliance * inv_h2);
+            path->xpbd(inst->pos, inst->inv_mass, &inst->coloured, group->colour_begin,
+                       group->colour_end, group->compliance * inv_h2);
     }
 }

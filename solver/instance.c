@@ -92,9 +92,12 @@ bool cd_instance_enabled(const cd_instance *inst)
 size_t cd_instance_memory(const cd_instance *inst)
 {
     size_t n = inst->particle_count;
-    /* pos, prev; inv_mass, own_inv_mass, tether length; tether anchor; pinned */
-    return sizeof *inst + n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
-           (size_t)inst->constraint_count * sizeof(cd_distance) +
+    /* pos (and its float of slack), prev; inv_mass, own_inv_mass, tether
+     * length; tether anchor; pinned */
+    return sizeof *inst + sizeof(float) +
+           n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
+           (size_t)inst->coloured.slots * (2 * sizeof(uint32_t) + 2 * sizeof(float)) +
+           (size_t)inst->coloured.colour_count * sizeof(cd_colour) +
            (inst->rest ? n * 3 * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
            (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +
            cd_self_collision_memory(inst) +
@@ -106,12 +109,16 @@ float cd_instance_max_structural_strain(const cd_instance *inst)
 {
     float worst = 0.0f;
     const cd_group *g = &inst->groups[CD_GROUP_STRETCH];
-    for (uint32_t i = g->begin; i < g->end; i++) {
-        const cd_distance *c = &inst->constraints[i];
-        cd_vec3 d = cd_v3_sub(cd_v3_load(&inst->pos[3 * c->b]), cd_v3_load(&inst->pos[3 * c->a]));
-        float strain = fabsf(cd_v3_length(d) - c->rest) / c->rest;
-        if (strain > worst)
-            worst = strain;
+    const cd_constraints *c = &inst->coloured;
+    for (uint32_t col = g->colour_begin; col < g->colour_end; col++) {
+        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
+        for (uint32_t i = begin; i < end; i++) {
+            cd_vec3 d = cd_v3_sub(cd_v3_load(&inst->pos[3 * c->b[i]]),
+                                  cd_v3_load(&inst->pos[3 * c->a[i]]));
+            float strain = fabsf(cd_v3_length(d) - c->rest[i]) / c->rest[i];
+            if (strain > worst)
+                worst = strain;
+        }
     }
     return worst;
 }

@@ -12,14 +12,44 @@
 #define CD_NO_ANCHOR UINT32_MAX
 #define CD_SLEEP_DELAY 1.0f /* seconds below the sleep threshold before sleeping */
 
-/* A distance constraint, 16 bytes; the step walks them in array order.
- * `lambda` is XPBD's accumulated multiplier, reset every substep. */
+/* A distance constraint as the builders emit it (build time only: the
+ * step reads the coloured arrays of cd_constraints). */
 typedef struct cd_distance {
     uint32_t a, b;
     float rest;
     float lambda;
 } cd_distance;
 _Static_assert(sizeof(cd_distance) == 16, "distance constraints stay 16 bytes");
+
+/* SIMD width of the distance kernels: colours are padded to a multiple. */
+#define CD_LANES 8u
+
+/* One colour: constraints that share no particle, slots [begin, begin +
+ * count) of cd_constraints, `begin` a multiple of CD_LANES. The slots up to
+ * the next multiple of CD_LANES are inert padding (a = b = 0, rest 0). */
+typedef struct cd_colour {
+    uint32_t begin, count;
+} cd_colour;
+
+/* Distance constraints, coloured and stored structure-of-arrays (each array
+ * 32-byte aligned, `slots` entries): the kernels load 8 indices, rest
+ * lengths and multipliers at a time and gather the positions. `lambda` is
+ * XPBD's accumulated multiplier, reset every substep. The inverse masses
+ * are gathered from inst->inv_mass (always current: pins, unpins and mass
+ * changes need no refresh); see DESIGN.md for why they are not stored per
+ * constraint. */
+typedef struct cd_constraints {
+    uint32_t *a, *b;
+    float *rest, *lambda;
+    uint32_t slots;       /* a multiple of CD_LANES */
+    cd_colour *colours;   /* stretch's colours, then shear's, then bend's */
+    uint32_t colour_count;
+    /* Soft bodies: each group is one run in the builder's order, solved by
+     * the scalar kernel one constraint after the other. Coloured, a resting
+     * soft body on a frictionless floor is pumped into a spin and never
+     * sleeps (solver/DESIGN.md, "Why soft bodies are not coloured"). */
+    bool sequential;
+} cd_constraints;
 
 /* Constraints come in groups that share a stiffness or a compliance. */
 typedef enum cd_group_kind {
@@ -30,7 +60,8 @@ typedef enum cd_group_kind {
 } cd_group_kind;
 
 typedef struct cd_group {
-    uint32_t begin, end; /* range in `constraints` */
+    uint32_t begin, end; /* range in the builders' `constraints` (build time) */
+    uint32_t colour_begin, colour_end; /* range in `coloured.colours` */
     float stiffness;     /* the seed's projection scale, used when compliance < 0 */
     float compliance;    /* XPBD, m/N; < 0: use stiffness */
 } cd_group;
@@ -95,9 +126,10 @@ struct cd_instance {
     float *own_inv_mass; /* particle_count, restored by unpin */
     uint8_t *pinned;     /* particle_count */
 
-    cd_distance *constraints;
+    cd_distance *constraints; /* the builders' list; freed by cd_colour_constraints */
     uint32_t constraint_count;
     cd_group groups[CD_GROUP_COUNT];
+    cd_constraints coloured;  /* what the step solves */
 
     /* Soft bodies: the creation positions (cloth: NULL, the grid is
      * implicit), the volume constraints and the surface triangles. */
@@ -174,6 +206,26 @@ void cd_stage_aerodynamics(cd_instance *inst, const cd_substep *sub);
 void cd_stage_integrate(cd_instance *inst, const cd_substep *sub);
 void cd_stage_reset_multipliers(cd_instance *inst);
 void cd_stage_solve_distances(cd_instance *inst, float h);
+/* Colours each group of the builders' `constraints` greedily (in array
+ * order, each constraint takes the first colour none of whose constraints
+ * shares a particle with it), fills `coloured` and frees `constraints`;
+ * false on out of memory. Run again whenever the constraint set changes. */
+bool cd_colour_constraints(cd_instance *inst);
+/* The distance kernels over colours [colour_begin, colour_end): the seed's
+ * projection with stiffness k, or XPBD with alpha~ = compliance / h^2. The
+ * scalar ones are the reference; the AVX2 ones (distance_avx2.c) project 8
+ * constraints of a colour at a time, bit-identically. */
+typedef void cd_seed_kernel(float *pos, const float *inv_mass, const cd_constraints *c,
+                            uint32_t colour_begin, uint32_t colour_end, float k);
+typedef void cd_xpbd_kernel(float *pos, const float *inv_mass, cd_constraints *c,
+                            uint32_t colour_begin, uint32_t colour_end, float alpha_tilde);
+cd_seed_kernel cd_solve_seed_scalar;
+cd_xpbd_kernel cd_solve_xpbd_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+#define CD_HAVE_AVX2_KERNELS 1
+cd_seed_kernel cd_solve_seed_avx2;
+cd_xpbd_kernel cd_solve_xpbd_avx2;
+#endif
 void cd_stage_solve_tethers(cd_instance *inst);
 void cd_stage_solve_volumes(cd_instance *inst, float h);
 /* Finds the candidate pairs for the next substeps, at most `remaining`;

@@ -76,20 +76,25 @@ static bool build_neighbours(cd_instance *inst)
     inst->neighbours = malloc(sizeof(uint32_t) * 2u * (m ? m : 1));
     if (inst->neighbour_start == NULL || inst->neighbours == NULL)
         return false;
-    for (uint32_t c = 0; c < m; c++) {
-        inst->neighbour_start[inst->constraints[c].a + 1]++;
-        inst->neighbour_start[inst->constraints[c].b + 1]++;
-    }
+    const cd_constraints *c = &inst->coloured;
+    for (uint32_t col = 0; col < c->colour_count; col++)
+        for (uint32_t i = c->colours[col].begin; i < c->colours[col].begin + c->colours[col].count;
+             i++) {
+            inst->neighbour_start[c->a[i] + 1]++;
+            inst->neighbour_start[c->b[i] + 1]++;
+        }
     for (uint32_t i = 0; i < n; i++)
         inst->neighbour_start[i + 1] += inst->neighbour_start[i];
     uint32_t *fill = calloc(n, sizeof(uint32_t));
     if (fill == NULL)
         return false;
-    for (uint32_t c = 0; c < m; c++) {
-        uint32_t a = inst->constraints[c].a, b = inst->constraints[c].b;
-        inst->neighbours[inst->neighbour_start[a] + fill[a]++] = b;
-        inst->neighbours[inst->neighbour_start[b] + fill[b]++] = a;
-    }
+    for (uint32_t col = 0; col < c->colour_count; col++)
+        for (uint32_t i = c->colours[col].begin; i < c->colours[col].begin + c->colours[col].count;
+             i++) {
+            const uint32_t a = c->a[i], b = c->b[i];
+            inst->neighbours[inst->neighbour_start[a] + fill[a]++] = b;
+            inst->neighbours[inst->neighbour_start[b] + fill[b]++] = a;
+        }
     free(fill);
     for (uint32_t i = 0; i < n; i++)
         qsort(&inst->neighbours[inst->neighbour_start[i]],

@@ -61,6 +61,8 @@ bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_clot
     inst->groups[CD_GROUP_STRETCH] = (cd_group){.begin = 0, .end = edge_count};
     inst->groups[CD_GROUP_SHEAR] = (cd_group){.begin = edge_count, .end = edge_count};
     inst->groups[CD_GROUP_BEND] = (cd_group){.begin = edge_count, .end = edge_count};
+    if (!cd_colour_constraints(inst))
+        return false;
 
     inst->rest_volume = 0.0f;
     for (uint32_t t = 0; t < mesh->tet_count; t++) {

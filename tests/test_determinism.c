@@ -395,6 +395,35 @@ Test(determinism, positions_should_hash_the_same_with_1_or_4_workers_or_none, .t
             cr_assert_neq(serial[a], serial[b], "cloths %d and %d hash alike", a, b);
 }
 
+/* Within one SIMD path (solver.h: cd_solver_simd_path), 1, 2 and 4 workers
+ * give the same bits; the scalar reference and the AVX2 kernels each. */
+static void check_path(const char *path)
+{
+    cr_assert(cd_solver_select_simd(path), "%s", path);
+    uint64_t serial[SCENE_CLOTHS], one[SCENE_CLOTHS], two[SCENE_CLOTHS], four[SCENE_CLOTHS];
+    run_scene(NULL, serial);
+    run_pooled(1, one);
+    run_pooled(2, two);
+    run_pooled(4, four);
+    for (int k = 0; k < SCENE_CLOTHS; k++) {
+        cr_assert_eq(one[k], serial[k], "%s, cloth %d: 1 worker differs", path, k);
+        cr_assert_eq(two[k], serial[k], "%s, cloth %d: 2 workers differ", path, k);
+        cr_assert_eq(four[k], serial[k], "%s, cloth %d: 4 workers differ", path, k);
+    }
+}
+
+Test(determinism, scalar_path_should_hash_the_same_with_1_2_or_4_workers, .timeout = 60)
+{
+    check_path("scalar");
+}
+
+Test(determinism, avx2_path_should_hash_the_same_with_1_2_or_4_workers, .timeout = 60)
+{
+    if (!__builtin_cpu_supports("avx2"))
+        cr_skip_test("this CPU has no AVX2: the scalar path is the only one");
+    check_path("avx2");
+}
+
 Test(determinism, same_scene_should_hash_the_same_in_two_worlds)
 {
     /* Nothing global leaks between worlds: two serial runs agree. */

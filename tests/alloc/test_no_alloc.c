@@ -3,7 +3,8 @@
  * tethers rebuilt after an unpin, thickness, friction, coupling, attached
  * colliders, self-collision, soft-body volumes, sleeping) is stepped with
  * an allocation counter running, serially and through the worker pool.
- * Commands between steps may allocate (a pin list grows); steps may not. */
+ * Commands between steps may allocate (a pin list grows); steps may not.
+ * The serial run goes once on each distance kernel (AVX2 and scalar). */
 #include <criterion/criterion.h>
 
 #include "../../server/pool.h"
@@ -129,7 +130,7 @@ Test(no_alloc, the_counter_counts)
     free(sink);
 }
 
-Test(no_alloc, serial_steps_allocate_nothing)
+static void check_serial_steps(void)
 {
     scene s;
     build(&s);
@@ -150,6 +151,18 @@ Test(no_alloc, serial_steps_allocate_nothing)
     cd_collider_impulse imp[4];
     cr_assert_geq(cd_instance_collider_impulses(s.inst[1], imp, 4), 1);
     cd_world_destroy(s.world);
+}
+
+Test(no_alloc, serial_steps_allocate_nothing)
+{
+    check_serial_steps(); /* on the path this CPU chose (AVX2 where it has it) */
+}
+
+Test(no_alloc, serial_steps_on_the_scalar_path_allocate_nothing)
+{
+    cr_assert(cd_solver_select_simd("scalar"));
+    cr_assert_str_eq(cd_solver_simd_path(), "scalar");
+    check_serial_steps();
 }
 
 typedef struct step_job {

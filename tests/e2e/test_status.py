@@ -1,6 +1,8 @@
 """status: the JSON summary and the seed's console text."""
 
+import os
 import unittest
+from unittest import mock
 
 from server import fresh_server
 
@@ -59,6 +61,18 @@ class StatusTest(unittest.TestCase):
             self.assertIs(c.enable(b, True), True)
             self.assertNotIn("[DISABLED]", c.status()["text"])
             self.assertEqual(c.step()["stepped"], 2)
+
+
+    def test_status_should_report_the_simd_path_the_cpu_allows_or_the_forced_scalar(self):
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+        srv = fresh_server(self, workers=2)
+        with srv.client() as c:
+            self.assertEqual(c.status()["simd"], "avx2" if "avx2" in flags else "scalar")
+        with mock.patch.dict(os.environ, {"CLOTHD_SIMD": "scalar"}):
+            forced = fresh_server(self, workers=2)
+        with forced.client() as c:
+            self.assertEqual(c.status()["simd"], "scalar")
 
 
 if __name__ == "__main__":

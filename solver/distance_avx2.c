@@ -1,0 +1,285 @@
+/* The distance kernels with AVX2: 8 constraints of one colour at a time.
+ * Compiled for AVX2 whatever the build's flags (target attribute);
+ * distance.c calls them only when the CPU has AVX2.
+ *
+ * Positions stay packed xyz (pos[3 * i]), so each block loads its 8 a-ends
+ * and 8 b-ends with one 16-byte load each and transposes them to x, y, z
+ * vectors (cheaper than 6 gathers on the EPYC we measure: bench/README.md
+ * section 7), gathers the inverse masses (2 gathers), and computes the 8
+ * projections with exactly the scalar reference's IEEE operations in its
+ * order: no fused multiply-add (FMA is deliberately not enabled, so the
+ * compiler cannot contract either), and sqrt and division are correctly
+ * rounded in both, so the two paths give bit-identical positions. Then it
+ * transposes back and stores each corrected position (8 + 4 bytes, never
+ * the next particle's x) lane by lane: no two constraints of a colour share
+ * a particle, so no lane overwrites another's work. A colour's last block
+ * stores only its real lanes; the padding (particle 0 to itself) is
+ * computed and dropped.
+ *
+ * A lane the reference skips (both ends pinned, coincident ends, XPBD's
+ * zero denominator) keeps its positions and multiplier exactly: its
+ * results are blended away rather than multiplied by zero. */
+#include "internal.h"
+
+#ifdef CD_HAVE_AVX2_KERNELS
+
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+typedef struct block {
+    __m256 xa, ya, za, xb, yb, zb;
+    __m256 wa, wb;
+    __m256 dx, dy, dz, d2;
+    bool run_a, run_b; /* the 8 ends are consecutive particles */
+} block;
+
+/* x, y, z of 8 consecutive particles from 24 floats (6 16-byte loads and 5
+ * shuffles per 128-bit half). */
+AVX2 static inline void load_run(const float *p, __m256 *x, __m256 *y, __m256 *z)
+{
+    __m256 m03 = _mm256_castps128_ps256(_mm_loadu_ps(p));     /* x0 y0 z0 x1 */
+    __m256 m14 = _mm256_castps128_ps256(_mm_loadu_ps(p + 4)); /* y1 z1 x2 y2 */
+    __m256 m25 = _mm256_castps128_ps256(_mm_loadu_ps(p + 8)); /* z2 x3 y3 z3 */
+    m03 = _mm256_insertf128_ps(m03, _mm_loadu_ps(p + 12), 1); /* | x4 y4 z4 x5 */
+    m14 = _mm256_insertf128_ps(m14, _mm_loadu_ps(p + 16), 1); /* | y5 z5 x6 y6 */
+    m25 = _mm256_insertf128_ps(m25, _mm_loadu_ps(p + 20), 1); /* | z6 x7 y7 z7 */
+    const __m256 xy = _mm256_shuffle_ps(m14, m25, _MM_SHUFFLE(2, 1, 3, 2)); /* x2 y2 x3 y3 */
+    const __m256 yz = _mm256_shuffle_ps(m03, m14, _MM_SHUFFLE(1, 0, 2, 1)); /* y0 z0 y1 z1 */
+    *x = _mm256_shuffle_ps(m03, xy, _MM_SHUFFLE(2, 0, 3, 0));
+    *y = _mm256_shuffle_ps(yz, xy, _MM_SHUFFLE(3, 1, 2, 0));
+    *z = _mm256_shuffle_ps(yz, m25, _MM_SHUFFLE(3, 0, 3, 1));
+}
+
+/* The inverse of load_run: 24 floats, exactly the run's. */
+AVX2 static inline void store_run(float *p, __m256 x, __m256 y, __m256 z)
+{
+    const __m256 rxy = _mm256_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)); /* x0 x2 y0 y2 */
+    const __m256 ryz = _mm256_shuffle_ps(y, z, _MM_SHUFFLE(3, 1, 3, 1)); /* y1 y3 z1 z3 */
+    const __m256 rzx = _mm256_shuffle_ps(z, x, _MM_SHUFFLE(3, 1, 2, 0)); /* z0 z2 x1 x3 */
+    const __m256 r03 = _mm256_shuffle_ps(rxy, rzx, _MM_SHUFFLE(2, 0, 2, 0)); /* x0 y0 z0 x1 */
+    const __m256 r14 = _mm256_shuffle_ps(ryz, rxy, _MM_SHUFFLE(3, 1, 2, 0)); /* y1 z1 x2 y2 */
+    const __m256 r25 = _mm256_shuffle_ps(rzx, ryz, _MM_SHUFFLE(3, 1, 3, 1)); /* z2 x3 y3 z3 */
+    _mm_storeu_ps(p, _mm256_castps256_ps128(r03));
+    _mm_storeu_ps(p + 4, _mm256_castps256_ps128(r14));
+    _mm_storeu_ps(p + 8, _mm256_castps256_ps128(r25));
+    _mm_storeu_ps(p + 12, _mm256_extractf128_ps(r03, 1));
+    _mm_storeu_ps(p + 16, _mm256_extractf128_ps(r14, 1));
+    _mm_storeu_ps(p + 20, _mm256_extractf128_ps(r25, 1));
+}
+
+/* True when idx[0..7] are idx[0], idx[0] + 1, ..., idx[0] + 7. */
+AVX2 static inline bool is_run(__m256i idx, uint32_t first)
+{
+    const __m256i want = _mm256_add_epi32(_mm256_set1_epi32((int)first),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(idx, want)) == 0xFFFFFFFFu;
+}
+
+/* x, y, z of 8 particles: one unaligned 16-byte load each (x y z and the
+ * next particle's x, which is dropped; `pos` has one float of slack at the
+ * end for the last particle), transposed 4 x 4 in each 128-bit half. */
+AVX2 static inline void load_xyz(const float *pos, const uint32_t *idx, __m256 *x, __m256 *y,
+                                 __m256 *z)
+{
+#define P(l) _mm_loadu_ps(pos + 3 * (size_t)idx[l])
+    const __m256 r0 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(0)), P(4), 1);
+    const __m256 r1 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(1)), P(5), 1);
+    const __m256 r2 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(2)), P(6), 1);
+    const __m256 r3 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(3)), P(7), 1);
+#undef P
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1); /* x0 x1 y0 y1 | x4 x5 y4 y5 */
+    const __m256 t1 = _mm256_unpackhi_ps(r0, r1); /* z0 z1 .. .. | z4 z5 .. .. */
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
+    const __m256 t3 = _mm256_unpackhi_ps(r2, r3);
+    *x = _mm256_shuffle_ps(t0, t2, 0x44);
+    *y = _mm256_shuffle_ps(t0, t2, 0xEE);
+    *z = _mm256_shuffle_ps(t1, t3, 0x44);
+}
+
+AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
+                                     const uint32_t *a, const uint32_t *b)
+{
+    const __m256i ia = _mm256_load_si256((const __m256i *)a);
+    const __m256i ib = _mm256_load_si256((const __m256i *)b);
+    k->run_a = is_run(ia, a[0]);
+    k->run_b = is_run(ib, b[0]);
+    if (k->run_a) {
+        load_run(pos + 3 * (size_t)a[0], &k->xa, &k->ya, &k->za);
+        k->wa = _mm256_loadu_ps(w + a[0]);
+    } else {
+        load_xyz(pos, a, &k->xa, &k->ya, &k->za);
+        k->wa = _mm256_i32gather_ps(w, ia, 4);
+    }
+    if (k->run_b) {
+        load_run(pos + 3 * (size_t)b[0], &k->xb, &k->yb, &k->zb);
+        k->wb = _mm256_loadu_ps(w + b[0]);
+    } else {
+        load_xyz(pos, b, &k->xb, &k->yb, &k->zb);
+        k->wb = _mm256_i32gather_ps(w, ib, 4);
+    }
+    k->dx = _mm256_sub_ps(k->xb, k->xa);
+    k->dy = _mm256_sub_ps(k->yb, k->ya);
+    k->dz = _mm256_sub_ps(k->zb, k->za);
+    /* dx dx + dy dy + dz dz, left to right as the reference */
+    k->d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(k->dx, k->dx), _mm256_mul_ps(k->dy, k->dy)),
+                          _mm256_mul_ps(k->dz, k->dz));
+}
+
+/* One particle: x y from the low half, z from lane 2 (12 bytes written,
+ * never the neighbour's x: another lane may own it). */
+AVX2 static inline void store_xyz(float *p, __m128 v)
+{
+    _mm_storel_pi((__m64 *)p, v);
+    _mm_store_ss(p + 2, _mm_movehl_ps(v, v));
+}
+
+/* Transposes x, y, z of 8 particles back to one x y z . vector each. */
+AVX2 static inline void transpose_out(__m256 x, __m256 y, __m256 z, __m128 out[CD_LANES])
+{
+    const __m256 t0 = _mm256_unpacklo_ps(x, y); /* x0 y0 x1 y1 | x4 y4 x5 y5 */
+    const __m256 t1 = _mm256_unpackhi_ps(x, y); /* x2 y2 x3 y3 | x6 y6 x7 y7 */
+    const __m256 t2 = _mm256_unpacklo_ps(z, z); /* z0 z0 z1 z1 | z4 z4 z5 z5 */
+    const __m256 t3 = _mm256_unpackhi_ps(z, z);
+    const __m256 r0 = _mm256_shuffle_ps(t0, t2, 0x44); /* x0 y0 z0 z0 | x4 y4 z4 z4 */
+    const __m256 r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 r2 = _mm256_shuffle_ps(t1, t3, 0x44);
+    const __m256 r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    out[0] = _mm256_castps256_ps128(r0);
+    out[1] = _mm256_castps256_ps128(r1);
+    out[2] = _mm256_castps256_ps128(r2);
+    out[3] = _mm256_castps256_ps128(r3);
+    out[4] = _mm256_extractf128_ps(r0, 1);
+    out[5] = _mm256_extractf128_ps(r1, 1);
+    out[6] = _mm256_extractf128_ps(r2, 1);
+    out[7] = _mm256_extractf128_ps(r3, 1);
+}
+
+/* pa -= dx * sa, pb += dx * sb (cd_move_pair) on the lanes of `valid`;
+ * stores `lanes` lanes back into pos. */
+/* Stores 8 particles (or the first `lanes`) one by one. */
+AVX2 static inline void store_lanes(float *pos, const uint32_t *idx, __m256 x, __m256 y,
+                                    __m256 z, uint32_t lanes)
+{
+    __m128 v[CD_LANES];
+    transpose_out(x, y, z, v);
+    if (lanes == CD_LANES) {
+        for (uint32_t l = 0; l < CD_LANES; l++)
+            store_xyz(&pos[3 * (size_t)idx[l]], v[l]);
+        return;
+    }
+    for (uint32_t l = 0; l < lanes; l++)
+        store_xyz(&pos[3 * (size_t)idx[l]], v[l]);
+}
+
+AVX2 static inline void store_block(const block *k, float *pos, const uint32_t *a,
+                                    const uint32_t *b, __m256 sa, __m256 sb, __m256 valid,
+                                    uint32_t lanes)
+{
+#define MOVE(p, d, s, op) _mm256_blendv_ps(k->p, op(k->p, _mm256_mul_ps(k->d, s)), valid)
+    const __m256 xa = MOVE(xa, dx, sa, _mm256_sub_ps), ya = MOVE(ya, dy, sa, _mm256_sub_ps),
+                 za = MOVE(za, dz, sa, _mm256_sub_ps);
+    const __m256 xb = MOVE(xb, dx, sb, _mm256_add_ps), yb = MOVE(yb, dy, sb, _mm256_add_ps),
+                 zb = MOVE(zb, dz, sb, _mm256_add_ps);
+#undef MOVE
+    /* A run is never padded (padding is particle 0 after a real lane), so
+     * its block has 8 real lanes and owns all 24 floats it stores. */
+    if (k->run_a)
+        store_run(pos + 3 * (size_t)a[0], xa, ya, za);
+    else
+        store_lanes(pos, a, xa, ya, za, lanes);
+    if (k->run_b)
+        store_run(pos + 3 * (size_t)b[0], xb, yb, zb);
+    else
+        store_lanes(pos, b, xb, yb, zb, lanes);
+}
+
+/* The projection of one block: the corrections' scales (pa -= dx sa,
+ * pb += dx sb) and which lanes the reference would project. */
+typedef struct scales {
+    __m256 sa, sb, valid;
+} scales;
+
+AVX2 static inline scales seed_scales(const block *q, const float *rest, __m256 vk)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 wsum = _mm256_add_ps(q->wa, q->wb);
+    const __m256 valid = _mm256_and_ps(_mm256_cmp_ps(q->d2, _mm256_set1_ps(1e-20f), _CMP_GT_OQ),
+                                       _mm256_cmp_ps(wsum, zero, _CMP_NEQ_OQ));
+    const __m256 d = _mm256_sqrt_ps(q->d2);
+    /* s = (d - rest) / d * k / wsum; the reference moves by -s w (an exact
+     * sign flip: xor, not 0 - x, which loses -0). */
+    const __m256 s = _mm256_div_ps(
+        _mm256_mul_ps(_mm256_div_ps(_mm256_sub_ps(d, _mm256_load_ps(rest)), d), vk), wsum);
+    const __m256 minus_s = _mm256_xor_ps(s, _mm256_set1_ps(-0.0f));
+    return (scales){_mm256_mul_ps(minus_s, q->wa), _mm256_mul_ps(minus_s, q->wb), valid};
+}
+
+AVX2 static inline scales xpbd_scales(const block *q, const float *rest, float *lambda_io,
+                                      __m256 alpha)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 denom = _mm256_add_ps(_mm256_add_ps(q->wa, q->wb), alpha);
+    const __m256 valid = _mm256_and_ps(_mm256_cmp_ps(q->d2, _mm256_set1_ps(1e-20f), _CMP_GT_OQ),
+                                       _mm256_cmp_ps(denom, zero, _CMP_NEQ_OQ));
+    const __m256 d = _mm256_sqrt_ps(q->d2);
+    const __m256 lambda = _mm256_load_ps(lambda_io);
+    /* dl = (rest - d - alpha~ lambda) / denom */
+    const __m256 num = _mm256_sub_ps(_mm256_sub_ps(_mm256_load_ps(rest), d),
+                                     _mm256_mul_ps(alpha, lambda));
+    const __m256 dl = _mm256_div_ps(num, denom);
+    _mm256_store_ps(lambda_io, _mm256_blendv_ps(lambda, _mm256_add_ps(lambda, dl), valid));
+    const __m256 s = _mm256_div_ps(dl, d);
+    /* The reference: pa -= dx s wa, pb += dx s wb. */
+    return (scales){_mm256_mul_ps(s, q->wa), _mm256_mul_ps(s, q->wb), valid};
+}
+
+/* Blocks go two at a time: each block's sqrt and two divisions form a
+ * chain of ~45 cycles, longer than the rest of its work, and a block is
+ * ~200 instructions, so the CPU's window does not reach the next block's
+ * chain on its own; written side by side, the two chains overlap. The two
+ * blocks are of one colour, so no particle is in both: loading the second
+ * before storing the first changes nothing. */
+#define CD_SOLVE_COLOURS(SCALES_OF)                                                           \
+    for (uint32_t col = colour_begin; col < colour_end; col++) {                              \
+        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;    \
+        uint32_t i = begin;                                                                   \
+        for (; i + CD_LANES < end; i += 2 * CD_LANES) {                                       \
+            const uint32_t j = i + CD_LANES;                                                  \
+            block q0, q1;                                                                     \
+            gather_block(&q0, pos, w, c->a + i, c->b + i);                                    \
+            gather_block(&q1, pos, w, c->a + j, c->b + j);                                    \
+            const scales s0 = SCALES_OF(q0, i), s1 = SCALES_OF(q1, j);                        \
+            store_block(&q0, pos, c->a + i, c->b + i, s0.sa, s0.sb, s0.valid, CD_LANES);      \
+            store_block(&q1, pos, c->a + j, c->b + j, s1.sa, s1.sb, s1.valid,                 \
+                        end - j < CD_LANES ? end - j : CD_LANES);                             \
+        }                                                                                     \
+        if (i < end) {                                                                        \
+            block q;                                                                          \
+            gather_block(&q, pos, w, c->a + i, c->b + i);                                     \
+            const scales s = SCALES_OF(q, i);                                                 \
+            store_block(&q, pos, c->a + i, c->b + i, s.sa, s.sb, s.valid, end - i);           \
+        }                                                                                     \
+    }
+
+AVX2 void cd_solve_seed_avx2(float *restrict pos, const float *restrict w,
+                             const cd_constraints *restrict c, uint32_t colour_begin,
+                             uint32_t colour_end, float k)
+{
+    const __m256 vk = _mm256_set1_ps(k);
+#define SEED(q, i) seed_scales(&(q), c->rest + (i), vk)
+    CD_SOLVE_COLOURS(SEED)
+#undef SEED
+}
+
+AVX2 void cd_solve_xpbd_avx2(float *restrict pos, const float *restrict w,
+                             cd_constraints *restrict c, uint32_t colour_begin,
+                             uint32_t colour_end, float alpha_tilde)
+{
+    const __m256 alpha = _mm256_set1_ps(alpha_tilde);
+#define XPBD(q, i) xpbd_scales(&(q), c->rest + (i), c->lambda + (i), alpha)
+    CD_SOLVE_COLOURS(XPBD)
+#undef XPBD
+}
+
+#endif
