@@ -73,7 +73,7 @@ export interface ClientOptions {
   token?: string | null;
 }
 
-/** What `auth` grants: everything, or only auth, ping, status, get, topology, subscribe, unsubscribe. */
+/** What `auth` grants: everything, or only auth, ping, stats, status, get, topology, subscribe, unsubscribe. */
 export type Access = 'full' | 'readonly';
 
 /** The options `set` can change on a live instance (PROTOCOL.md, create and set). */
@@ -262,6 +262,31 @@ export interface StatusReply extends Reply {
   text: string;
 }
 
+/** The `stats` reply: the server's counters since it started. */
+export interface StatsReply extends Reply {
+  version: string;
+  /** The distance solve's SIMD path: "scalar" or "avx2". */
+  simd: string;
+  workers: number;
+  uptimeSeconds: number;
+  connections: { current: number; total: number; refused: number; limit: number };
+  instances: { awake: number; sleeping: number; disabled: number; unstable: number; limit: number };
+  particles: { current: number; limit: number };
+  steps: {
+    total: number;
+    instanceSteps: number;
+    slow: number;
+    perSecond: number;
+    /** Time from a step's start to its reply: `counts` per bucket (not cumulative), one more than `bounds` (the last is above them all). */
+    durationSeconds: { count: number; sum: number; bounds: number[]; counts: number[] };
+  };
+  sent: { replyBytes: number; eventBytes: number; frameBytes: number; frames: number; framesSkipped: number };
+  /** Request lines naming a known command, by command. */
+  requests: Record<string, number>;
+  /** Error replies by code (every code listed). */
+  errors: Record<ErrorCode, number>;
+}
+
 /** A server event line, e.g. {event: "debug", enabled: true}. */
 export interface ServerEvent {
   event: string;
@@ -426,6 +451,8 @@ export class Client extends EventEmitter {
   globalWind(): Promise<Vec3>;
   /** Sets the debug overlay flag, or reads it without an argument. */
   debug(enabled?: boolean): Promise<boolean>;
+  /** The `stats` command: the server's counters (connections, instances by state, steps, bytes and frames, requests, errors); `stats` is this client's own. */
+  serverStats(): Promise<StatsReply>;
   /** Round trip of a `ping` in milliseconds. */
   ping(): Promise<number>;
   /** Presents a token on this connection; resolves with the access granted and keeps the token. */

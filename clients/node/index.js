@@ -822,6 +822,18 @@ class Client extends EventEmitter {
   }
 
   /**
+   * The server's counters since it started (the `stats` reply): connections,
+   * instances by state, particles, steps (with the durationSeconds
+   * histogram), bytes and frames sent and skipped, requests by command,
+   * errors by code, version, simd, workers, uptimeSeconds. Answered at once
+   * even mid-step; allowed with the read-only token. (Named serverStats:
+   * the `stats` property holds this client's own counters.)
+   */
+  serverStats() {
+    return this.request('stats');
+  }
+
+  /**
    * Sends `ping`; resolves with the round trip in milliseconds (the reply
    * is {"ok":true,"pong":true}). Allowed with the read-only token.
    */

@@ -1098,6 +1098,17 @@ class Client:
             raise ProtocolError(f"ping: expected \"pong\": true, got {reply!r}")
         return _time.monotonic() - t0
 
+    def stats(self) -> Dict[str, Any]:
+        """The server's counters since it started (the ``stats`` reply):
+        ``connections`` (current, total, refused, limit), ``instances`` by
+        state (awake, sleeping, disabled, unstable), ``particles``,
+        ``steps`` (total, instanceSteps, slow, perSecond and the
+        ``durationSeconds`` histogram), ``sent`` (bytes by kind, frames,
+        framesSkipped), ``requests`` by command and ``errors`` by code,
+        plus ``version``, ``simd``, ``workers`` and ``uptimeSeconds``.
+        Answered at once even mid-step; allowed with the read-only token."""
+        return self.request("stats")
+
     def auth(self, token: str) -> str:
         """Presents ``token`` on this connection and returns the access it
         grants (``"full"`` or ``"readonly"``; a server without tokens grants

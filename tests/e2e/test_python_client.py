@@ -124,6 +124,21 @@ class KeywordsTest(ServerTestCase):
         self.c.destroy(cid)
 
 
+class StatsTest(ServerTestCase):
+    def test_stats_should_count_what_this_client_did(self):
+        before = self.c.stats()
+        cid = self.c.create_cloth(width=3, height=3)
+        for _ in range(4):
+            self.c.step(instance=cid)
+        after = self.c.stats()
+        self.assertEqual(after["steps"]["total"] - before["steps"]["total"], 4)
+        self.assertEqual(after["requests"]["step"] - before["requests"]["step"], 4)
+        self.assertEqual(after["requests"]["stats"] - before["requests"]["stats"], 1)
+        self.assertEqual(after["version"], self.server.version)
+        self.assertIsInstance(after["instances"]["awake"], int)
+        self.c.destroy(cid)
+
+
 class SubscriberTest(ServerTestCase):
     def test_background_subscriber_should_keep_the_newest_frame(self):
         cid = self.c.create_cloth(width=10, height=10)

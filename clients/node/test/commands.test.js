@@ -297,6 +297,23 @@ test('debug: the flag, and the event on another subscribed connection', async ()
   }
 });
 
+test('serverStats (the stats command) counts the steps, requests and errors this client caused', async () => {
+  const before = await client.serverStats();
+  const id = await client.createCloth({ width: 3, height: 3 });
+  for (let i = 0; i < 5; i++) await client.step({ instances: [id] });
+  await assert.rejects(client.get(id + 1000), isError('not_found'));
+  const after = await client.serverStats();
+  assert.equal(after.ok, true);
+  assert.equal(after.steps.total - before.steps.total, 5);
+  assert.equal(after.requests.step - before.requests.step, 5);
+  assert.equal(after.requests.stats - before.requests.stats, 1);
+  assert.equal(after.errors.not_found - before.errors.not_found, 1);
+  assert.equal(after.steps.durationSeconds.counts.length, after.steps.durationSeconds.bounds.length + 1);
+  assert.ok(after.instances.awake >= 1);
+  assert.equal(typeof after.simd, 'string');
+  await client.destroy(id);
+});
+
 test('the server exits with code 0 on SIGTERM', async () => {
   await client.close();
   client = null;
