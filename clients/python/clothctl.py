@@ -5,6 +5,7 @@
 
     status                      the server's "=== Cloth Simulation ===" block
     ping                        check that clothd answers (prints the round trip)
+    stats                       the server's counters: connections, instances, steps, errors
     wind [X Y Z] [--instance I] show the global wind, or set it (or instance I's)
     debug [on|off]              show or set the viewers' debug overlay
     create [--width W --height H --spacing S --mass M --stiffness K
@@ -121,6 +122,30 @@ class Console:
             return self.raw()
         access = f" ({self.c.access} access)" if self.c.access else ""
         self.out(f"pong from {self.c.host}:{self.c.port} in {seconds * 1000:.1f} ms{access}")
+
+    def stats(self, args: argparse.Namespace) -> None:
+        r = self.c.stats()
+        if self.as_json:
+            return self.raw()
+        conns, inst, steps, sent = r["connections"], r["instances"], r["steps"], r["sent"]
+
+        def nonzero(counts: dict) -> str:
+            return ", ".join(f"{k} {v}" for k, v in counts.items() if v) or "none"
+
+        dur = steps["durationSeconds"]
+        mean = f", mean {dur['sum'] / dur['count'] * 1000:.2f} ms" if dur["count"] else ""
+        self.out(f"clothd {r['version']} ({r['simd']}, {r['workers']} workers), up {r['uptimeSeconds']:.1f} s\n"
+                 f"connections: {conns['current']} now, {conns['total']} total, {conns['refused']} refused"
+                 f" (limit {conns['limit']})\n"
+                 f"instances: {inst['awake']} awake, {inst['sleeping']} sleeping, {inst['disabled']} disabled,"
+                 f" {inst['unstable']} unstable (limit {inst['limit']});"
+                 f" particles {r['particles']['current']} (limit {r['particles']['limit']})\n"
+                 f"steps: {steps['total']} ({steps['instanceSteps']} instance steps, {steps['slow']} slow,"
+                 f" {steps['perSecond']:g}/s{mean})\n"
+                 f"sent: {sent['replyBytes']} reply, {sent['eventBytes']} event, {sent['frameBytes']} frame bytes;"
+                 f" {sent['frames']} frames, {sent['framesSkipped']} skipped\n"
+                 f"requests: {nonzero(r['requests'])}\n"
+                 f"errors: {nonzero(r['errors'])}")
 
     def status(self, args: argparse.Namespace) -> None:
         reply = self.c.status()
@@ -326,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("status", help='print the "=== Cloth Simulation ===" block')
     sub.add_parser("ping", help="check that clothd answers; prints the round trip")
+    sub.add_parser("stats", help="the server's counters: connections, instances, steps, errors")
 
     w = sub.add_parser("wind", help="show or set the global wind (or an instance's)")
     w.add_argument("xyz", nargs="*", type=float, metavar="X Y Z")

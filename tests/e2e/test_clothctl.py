@@ -46,6 +46,21 @@ class ClothctlTest(ServerTestCase):
         self.assertIn(f"  Cloth {cid}: 100 particles, 502 constraints, 0 colliders [DISABLED]\n", out)
         self.c.destroy(cid)
 
+    def test_stats_should_print_the_counters(self):
+        cid = self.c.create_cloth(width=3, height=3)
+        before = self.c.stats()
+        for _ in range(3):
+            self.c.step(instance=cid)
+        out = self.ok("stats").splitlines()
+        self.assertEqual(len(out), 7, out)
+        self.assertRegex(out[0], r"^clothd 0\.1\.0 \((scalar|avx2), 2 workers\), up \d+\.\d s$")
+        self.assertRegex(out[1], r"^connections: 2 now, \d+ total, 0 refused \(limit 128\)$")
+        self.assertIn(f"steps: {before['steps']['total'] + 3} (", out[3])
+        self.assertTrue(out[5].startswith("requests: ") and "stats " in out[5], out[5])
+        line = self.ok("--json", "stats")
+        self.assertIn('"ok":true', line)
+        self.c.destroy(cid)
+
     def test_wind_should_show_and_set_the_global_wind(self):
         self.assertEqual(self.ok("wind", "0.1", "0", "-2"), "global wind: [0.1, 0, -2]\n")
         self.assertEqual(self.c.status()["globalWind"], [0.100000001, 0, -2])
