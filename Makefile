@@ -4,17 +4,32 @@
 #   make test    install missing Debian packages, build, run every test
 #   make bench   install missing packages (Bullet too), build, run the benchmarks
 #   make         build build/clothd only (packages must be present)
+#   make install PREFIX=/usr/local DESTDIR=   clothd, clothctl, man pages, the systemd unit
+#                (and libclothd, its headers and clothd.pc once built); make uninstall
 
 CC      := gcc
 CXX     := g++
 BUILD   := build
 PKGS    := libuv libcjson ck
 
+# Where `make install` puts things (DESTDIR is prepended to each).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR    ?= $(PREFIX)/share
+MANDIR     ?= $(DATADIR)/man
+UNITDIR    ?= $(LIBDIR)/systemd/system
+PYDIR      ?= $(DATADIR)/clothd/python
+
 # Debian packages each goal needs; `deps` installs whichever are missing.
 DEB_BUILD := gcc make pkg-config libuv1-dev libcjson-dev libck-dev
 DEB_TEST  := $(DEB_BUILD) libcriterion-dev python3 valgrind
 # The fuzz target (clang's libFuzzer) and the sanitizers' runtimes.
 DEB_TEST  += clang-14 libclang-rt-14-dev libasan8 libubsan1 libtsan2
+# The packaging checks: man pages (groff), the unit (systemd-analyze), the
+# system calls clothd makes against the unit's filter (strace).
+DEB_TEST  += groff-base systemd strace
 DEB_BENCH := $(DEB_BUILD) g++ libbullet-dev
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -231,6 +246,42 @@ bench-server: $(BUILD)/clothd
 	python3 bench/bench_server.py --build $(BUILD) $(BENCH_SERVER_FLAGS)
 
 .PHONY: bench-server
+
+# ---- install ---------------------------------------------------------------
+# clothd, clothctl (a wrapper running clients/python/clothctl.py from
+# PYDIR with the client module beside it), the man pages, the systemd unit
+# (ExecStart filled in) and, when clients/c/client.mk defines them,
+# libclothd's libraries, headers and clothd.pc. Every file installed is
+# listed in INSTALLED, which `make uninstall` removes.
+
+MAN_PAGES := doc/clothd.1 doc/clothctl.1
+INSTALLED  = $(BINDIR)/clothd $(BINDIR)/clothctl $(PYDIR)/clothd.py $(PYDIR)/clothctl.py \
+             $(addprefix $(MANDIR)/man1/,$(notdir $(MAN_PAGES))) $(UNITDIR)/clothd.service \
+             $(addprefix $(LIBDIR)/,$(notdir $(CLOTHD_C_LIBS))) \
+             $(addprefix $(INCLUDEDIR)/clothd/,$(notdir $(CLOTHD_C_HEADERS))) \
+             $(if $(CLOTHD_C_PC),$(LIBDIR)/pkgconfig/clothd.pc)
+
+install: $(BUILD)/clothd $(CLOTHD_C_LIBS) $(CLOTHD_C_PC)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PYDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR)
+	install -m 755 $(BUILD)/clothd $(DESTDIR)$(BINDIR)/clothd
+	install -m 644 clients/python/clothd.py clients/python/clothctl.py $(DESTDIR)$(PYDIR)/
+	printf '#!/bin/sh\n# clothctl, the console of a running clothd (make install)\nexec python3 %s "$$@"\n' \
+	  '$(PYDIR)/clothctl.py' > $(DESTDIR)$(BINDIR)/clothctl
+	chmod 755 $(DESTDIR)$(BINDIR)/clothctl
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/clothd.service.in > $(DESTDIR)$(UNITDIR)/clothd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/clothd.service
+	$(if $(CLOTHD_C_LIBS),install -d $(DESTDIR)$(LIBDIR) && cp -P $(CLOTHD_C_LIBS) $(DESTDIR)$(LIBDIR)/)
+	$(if $(CLOTHD_C_HEADERS),install -d $(DESTDIR)$(INCLUDEDIR)/clothd && \
+	  install -m 644 $(CLOTHD_C_HEADERS) $(DESTDIR)$(INCLUDEDIR)/clothd/)
+	$(if $(CLOTHD_C_PC),install -d $(DESTDIR)$(LIBDIR)/pkgconfig && \
+	  install -m 644 $(CLOTHD_C_PC) $(DESTDIR)$(LIBDIR)/pkgconfig/clothd.pc)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(PYDIR) $(DESTDIR)$(DATADIR)/clothd $(DESTDIR)$(INCLUDEDIR)/clothd 2>/dev/null
+
+.PHONY: install uninstall
 
 # ---- set-up: install what is missing, nothing else --------------------------
 
