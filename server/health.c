@@ -36,7 +36,7 @@ typedef struct cd_http_listener {
     uv_tcp_t tcp;
     cd_health *health;
     unsigned serves;
-    char address[80]; /* "127.0.0.1:8080", "[::1]:8080" */
+    char address[CD_ADDR_TEXT_MAX]; /* "127.0.0.1:8080", "[::1]:8080" */
 } cd_http_listener;
 
 typedef struct cd_http_conn cd_http_conn;
@@ -49,7 +49,7 @@ struct cd_http_conn {
     unsigned handles; /* open handles of this connection */
     bool answered;    /* a response is queued: input is dropped */
     bool closing;
-    char peer[64];
+    char peer[CD_ADDR_TEXT_MAX];
     char *response;
     uv_write_t write;
     uv_shutdown_t shutdown;
@@ -358,21 +358,7 @@ static void on_connection(uv_stream_t *listener, int status)
         close_conn(c);
         return;
     }
-    struct sockaddr_storage addr;
-    int len = sizeof addr;
-    snprintf(c->peer, sizeof c->peer, "?");
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) == 0) {
-        char host[64] = "?";
-        if (addr.ss_family == AF_INET6) {
-            uv_ip6_name((struct sockaddr_in6 *)&addr, host, sizeof host);
-            snprintf(c->peer, sizeof c->peer, "[%s]:%d", host,
-                     ntohs(((struct sockaddr_in6 *)&addr)->sin6_port));
-        } else {
-            uv_ip4_name((struct sockaddr_in *)&addr, host, sizeof host);
-            snprintf(c->peer, sizeof c->peer, "%s:%d", host,
-                     ntohs(((struct sockaddr_in *)&addr)->sin_port));
-        }
-    }
+    cd_peer_text(&c->tcp, c->peer);
     const uint64_t line_ms = (uint64_t)h->server->opts.line_timeout * 1000u;
     uv_timer_start(&c->timer, on_timer, line_ms < CD_HTTP_TIMEOUT_MS ? line_ms : CD_HTTP_TIMEOUT_MS, 0);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
@@ -406,17 +392,9 @@ static bool add_listener(cd_health *h, const char *bind, int port, unsigned serv
     }
     struct sockaddr_storage bound;
     int len = sizeof bound;
+    memset(&bound, 0, sizeof bound);
     uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&bound, &len);
-    char host[64] = "?";
-    if (bound.ss_family == AF_INET6) {
-        uv_ip6_name((struct sockaddr_in6 *)&bound, host, sizeof host);
-        snprintf(l->address, sizeof l->address, "[%s]:%d", host,
-                 ntohs(((struct sockaddr_in6 *)&bound)->sin6_port));
-    } else {
-        uv_ip4_name((struct sockaddr_in *)&bound, host, sizeof host);
-        snprintf(l->address, sizeof l->address, "%s:%d", host,
-                 ntohs(((struct sockaddr_in *)&bound)->sin_port));
-    }
+    cd_addr_text(&bound, l->address);
     return true;
 }
 

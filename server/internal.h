@@ -269,6 +269,10 @@ void cd_metrics_step(cd_server *server, const cd_conn *conn, uint64_t started_ns
 char *cd_metrics_prometheus(cd_server *server, size_t *len);
 /* The distance solve's SIMD path, as `stats` and clothd_info report it. */
 const char *cd_metrics_simd_path(void);
+/* "host:port" ("[host]:port" for IPv6; "?" for another family). */
+void cd_addr_text(const struct sockaddr_storage *addr, char out[CD_ADDR_TEXT_MAX]);
+/* The peer of a connected socket as cd_addr_text writes it. */
+void cd_peer_text(uv_tcp_t *tcp, char out[CD_ADDR_TEXT_MAX]);
 
 /* ---- health.c: the HTTP ports ---- */
 /* Binds --health-port and --metrics-port when given; false after logging

@@ -43,12 +43,27 @@ static const double step_bounds[CD_STEP_BUCKET_COUNT] = {
 
 static const char *const write_kind_names[CD_WRITE_KINDS] = {"reply", "event", "frame"};
 
-/* The one place that names the SIMD path: the solver has only its scalar
- * kernels today. When solver/solver.h exposes its choice (the colour-
- * batched AVX2 work in history had cd_solver_simd_path()), return that. */
+/* The one place that names the SIMD path, for stats, clothd_info and the
+ * start line: the solver's choice for this process. */
 const char *cd_metrics_simd_path(void)
 {
-    return "scalar";
+    return cd_solver_simd_path();
+}
+
+void cd_addr_text(const struct sockaddr_storage *addr, char out[CD_ADDR_TEXT_MAX])
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (addr->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
+        uv_ip6_name(a, host, sizeof host);
+        snprintf(out, CD_ADDR_TEXT_MAX, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
+    } else if (addr->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)addr;
+        uv_ip4_name(a, host, sizeof host);
+        snprintf(out, CD_ADDR_TEXT_MAX, "%s:%u", host, (unsigned)ntohs(a->sin_port));
+    } else {
+        snprintf(out, CD_ADDR_TEXT_MAX, "?");
+    }
 }
 
 static double seconds_since(uint64_t start_ns)
@@ -103,21 +118,14 @@ void cd_metrics_stopping(cd_server *server, int signum)
 
 /* ---- connections -------------------------------------------------------- */
 
-static void format_peer(uv_tcp_t *tcp, char *out, size_t cap)
+void cd_peer_text(uv_tcp_t *tcp, char out[CD_ADDR_TEXT_MAX])
 {
     struct sockaddr_storage addr;
     int len = sizeof addr;
-    snprintf(out, cap, "?");
+    memset(&addr, 0, sizeof addr);
     if (uv_tcp_getpeername(tcp, (struct sockaddr *)&addr, &len) != 0)
-        return;
-    char host[64] = "?";
-    if (addr.ss_family == AF_INET6) {
-        uv_ip6_name((struct sockaddr_in6 *)&addr, host, sizeof host);
-        snprintf(out, cap, "[%s]:%d", host, ntohs(((struct sockaddr_in6 *)&addr)->sin6_port));
-    } else if (addr.ss_family == AF_INET) {
-        uv_ip4_name((struct sockaddr_in *)&addr, host, sizeof host);
-        snprintf(out, cap, "%s:%d", host, ntohs(((struct sockaddr_in *)&addr)->sin_port));
-    }
+        addr.ss_family = AF_UNSPEC;
+    cd_addr_text(&addr, out);
 }
 
 void cd_metrics_conn_open(cd_conn *conn)
@@ -126,7 +134,7 @@ void cd_metrics_conn_open(cd_conn *conn)
     cd_conn_stats *st = &conn->stats;
     st->opened = uv_now(server->loop);
     st->cmd = CD_CMD_COUNT;
-    format_peer(&conn->tcp, st->peer, sizeof st->peer);
+    cd_peer_text(&conn->tcp, st->peer);
     server->metrics.connections_total++;
     if (server->conn_count > server->opts.max_connections)
         server->metrics.connections_refused++;

@@ -47,8 +47,11 @@ typedef struct cd_metrics {
 
 /* One connection's share, for its close line and the rate limits of its
  * warn lines (at most one line a second per kind and connection). */
+/* "255.255.255.255:65535", "[ffff:…:ffff]:65535" and a NUL fit. */
+#define CD_ADDR_TEXT_MAX 64
+
 typedef struct cd_conn_stats {
-    char peer[64];      /* "127.0.0.1:40312" or "[::1]:40312" */
+    char peer[CD_ADDR_TEXT_MAX]; /* "127.0.0.1:40312" or "[::1]:40312" */
     uint64_t opened;    /* uv_now() at accept */
     int cmd;            /* the cd_command being run; CD_CMD_COUNT: none */
     uint64_t requests, errors;

@@ -99,6 +99,15 @@ def http(port: int, path: str = "/healthz", method: str = "GET", raw: Optional[b
     return status, headers, body
 
 
+def http_status(port: int, path: str = "/healthz") -> Optional[int]:
+    """The status of GET path, or None when the connection was refused or
+    reset (for polling while the server catches up)."""
+    try:
+        return http(port, path, timeout=5)[0]
+    except (ConnectionError, OSError, IndexError, ValueError):
+        return None
+
+
 PROM_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-z_]+="[^"\\]*"(?:,[a-z_]+="[^"\\]*")*)\})? (\S+)$')
 
 

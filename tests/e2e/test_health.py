@@ -8,7 +8,7 @@ import time
 import unittest
 
 from clothd import Client
-from ops import http, http_ports, wait_for
+from ops import http, http_ports, http_status, wait_for
 from server import clothd_bin, fresh_server
 
 
@@ -38,7 +38,7 @@ class HealthTest(unittest.TestCase):
         self.assertEqual((status, body), (503, b"not ready: connections: 2 of 2 (--max-connections)\n"))
         self.assertEqual(http(port, "/healthz")[0], 200, "alive though not ready")
         b.close()
-        wait_for(lambda: http(port, "/readyz")[0] == 200, what="/readyz 200 after a client left")
+        wait_for(lambda: http_status(port, "/readyz") == 200, what="/readyz 200 after a client left")
 
     def test_readyz_is_503_at_the_particle_limit(self):
         srv = fresh_server(self, "--health-port", "0", "--max-total-particles", "200")
@@ -92,7 +92,7 @@ class HealthTest(unittest.TestCase):
         finally:
             for s in idle:
                 s.close()
-        wait_for(lambda: http(port, "/healthz")[0] == 200, what="/healthz after the idle ones left")
+        wait_for(lambda: http_status(port) == 200, what="/healthz after the idle ones left")
         with Client(srv.host, srv.port, timeout=5) as c:
             self.assertIs(c.status()["ok"], True)
 
