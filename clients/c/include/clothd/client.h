@@ -1,0 +1,802 @@
+/* libclothd: the C client of the clothd cloth-simulation server.
+ *
+ * One header, C11 and libc only (POSIX sockets; Winsock on Windows). A game
+ * server, an engine plugin or a binding (C++, C# P/Invoke, Go cgo) drives
+ * clothd over one TCP connection per clothd_client: every command of
+ * protocol/PROTOCOL.md is a typed function, replies are structs, errors carry
+ * the wire's stable code and message, and subscribed frames are decoded
+ * straight into the caller's float arrays.
+ *
+ * Three ways to use a client, freely mixed:
+ *   blocking     clothd_step(c, &opt, &result, &err): send, wait, decode;
+ *   pipelined    clothd_send_step(c, &opt, &ticket, &err) many times, then
+ *                clothd_recv_step(c, ticket, &result, &err) for each (replies
+ *                come in request order; they are kept until collected);
+ *   game loop    clothd_poll(c, 0, &err) once per tick (or when clothd_fd()
+ *                is readable in your own poll set): frames land in the
+ *                arrays registered with clothd_set_frame_target and in the
+ *                on_frame callback; clothd_ready() tells which replies came.
+ *
+ * Conventions
+ *   - Every function that can fail returns a clothd_code: CLOTHD_OK (0) or
+ *     the error, and fills `err` (which may be NULL) with the code and a
+ *     one-line message. Nothing is global: each call reports its own error.
+ *   - Options are structs whose zero value means "send nothing": each member
+ *     is an optional (clothd_opt_f, clothd_opt_i, ...) set with clothd_f(),
+ *     clothd_i(), clothd_b(), clothd_v3(), ...; only members that are set go
+ *     on the wire, so the server's defaults apply to the rest. Pointers and
+ *     lists are sent when non-NULL; enums when not *_UNSET; an instance id
+ *     of 0 (never a live id) is "not given". `clothd_X_default()` returns the
+ *     zero value, the same as `clothd_X o = {0};`.
+ *   - Ownership is written at each declaration. Reply structs that hold
+ *     arrays are freed with their clothd_*_free(), which accepts a zeroed
+ *     struct; everything else is caller-owned or lives inside the client.
+ *   - Threads: a clothd_client is thread-compatible, not thread-safe: use
+ *     one client from one thread at a time (callbacks run on that thread,
+ *     inside the call that read the message). Distinct clients are
+ *     independent. The library has no global state. Numbers are read and
+ *     written in the C locale's format whatever setlocale() says (the
+ *     decimal point is taken from localeconv(), like cJSON: do not change
+ *     the locale on another thread during a call).
+ *   - No call ever raises SIGPIPE; no call blocks longer than the client's
+ *     timeout (clothd_options.timeout_ms), except clothd_poll's own wait.
+ */
+#ifndef CLOTHD_CLIENT_H
+#define CLOTHD_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clothd/codes.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(CLOTHD_BUILDING_DLL)
+#define CLOTHD_API __declspec(dllexport)
+#elif defined(_WIN32) && defined(CLOTHD_DLL)
+#define CLOTHD_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define CLOTHD_API __attribute__((visibility("default")))
+#else
+#define CLOTHD_API
+#endif
+
+#define CLOTHD_VERSION "0.1.0"
+#define CLOTHD_DEFAULT_HOST "127.0.0.1"
+#define CLOTHD_DEFAULT_PORT 7878
+/* The environment variable read for a token when clothd_options.token_from_env is set. */
+#define CLOTHD_TOKEN_ENV "CLOTHD_TOKEN"
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* The wire's codes (clothd/codes.h, generated from the server's one list)
+ * keep the server's values; the client's own codes follow them. */
+typedef enum clothd_code {
+    CLOTHD_OK = 0,
+#define CLOTHD_CODE_ENUM_(name, value, wire, text) CLOTHD_E_##name = value,
+    CLOTHD_WIRE_CODES(CLOTHD_CODE_ENUM_)
+#undef CLOTHD_CODE_ENUM_
+    /* Client-side: */
+    CLOTHD_E_IO = 100,   /* "io": a socket call failed (connect refused, reset, ...) */
+    CLOTHD_E_CLOSED,     /* "closed": the connection is gone (the server closed it or died) */
+    CLOTHD_E_TIMEOUT,    /* "timeout": no reply within the client's timeout */
+    CLOTHD_E_PROTOCOL,   /* "protocol": the server's bytes broke the wire contract */
+    CLOTHD_E_NOMEM,      /* "nomem": out of memory in the client */
+    CLOTHD_E_USAGE,      /* "usage": a bad argument (NULL client, unknown ticket, NaN, ...) */
+    CLOTHD_E_UNKNOWN,    /* "unknown": an error code this client does not know (see wire_code) */
+} clothd_code;
+
+/* One error, filled by the call that failed. Plain data: no ownership. */
+typedef struct clothd_error {
+    clothd_code code;    /* CLOTHD_OK when the call succeeded */
+    /* CLOTHD_E_CLOSED with automatic reconnect on: the client is connecting
+     * again (or has); the request may or may not have run and is not resent. */
+    bool reconnecting;
+    char wire_code[32];  /* the code as the server spelled it ("not_found"); "" when client-side */
+    char message[512];   /* one line, NUL-terminated (cut at 511 bytes): "instance: no instance 7" */
+} clothd_error;
+
+/* The code's wire name ("not_found", "io", ...). Static storage; any thread. */
+CLOTHD_API const char *clothd_code_name(clothd_code code);
+/* The code of a wire name, CLOTHD_E_UNKNOWN when none. Any thread. */
+CLOTHD_API clothd_code clothd_code_from_name(const char *name);
+
+/* ---- ids and optional values -------------------------------------------- */
+
+/* Typed handles, so that a collider id cannot be passed as an instance id.
+ * 0 is never a live id. Plain data. */
+typedef struct clothd_instance {
+    uint32_t id;
+} clothd_instance;
+typedef struct clothd_collider {
+    uint32_t id;
+} clothd_collider;
+
+/* A pipelined request, returned by clothd_send_*(). 0 is never a ticket. */
+typedef uint64_t clothd_ticket;
+
+typedef struct clothd_opt_f { bool set; float value; } clothd_opt_f;
+typedef struct clothd_opt_i { bool set; int32_t value; } clothd_opt_i;
+typedef struct clothd_opt_u { bool set; uint32_t value; } clothd_opt_u;
+typedef struct clothd_opt_b { bool set; bool value; } clothd_opt_b;
+typedef struct clothd_opt_v3 { bool set; float value[3]; } clothd_opt_v3;
+typedef struct clothd_opt_v4 { bool set; float value[4]; } clothd_opt_v4;
+typedef struct clothd_opt_i3 { bool set; int32_t value[3]; } clothd_opt_i3;
+
+static inline clothd_opt_f clothd_f(float v) { clothd_opt_f o = {true, v}; return o; }
+static inline clothd_opt_i clothd_i(int32_t v) { clothd_opt_i o = {true, v}; return o; }
+static inline clothd_opt_u clothd_u(uint32_t v) { clothd_opt_u o = {true, v}; return o; }
+static inline clothd_opt_b clothd_b(bool v) { clothd_opt_b o = {true, v}; return o; }
+static inline clothd_opt_v3 clothd_v3(float x, float y, float z)
+{
+    clothd_opt_v3 o = {true, {x, y, z}};
+    return o;
+}
+static inline clothd_opt_v4 clothd_v4(float x, float y, float z, float w)
+{
+    clothd_opt_v4 o = {true, {x, y, z, w}};
+    return o;
+}
+static inline clothd_opt_i3 clothd_i3(int32_t x, int32_t y, int32_t z)
+{
+    clothd_opt_i3 o = {true, {x, y, z}};
+    return o;
+}
+static inline clothd_instance clothd_instance_id(uint32_t id) { clothd_instance i = {id}; return i; }
+static inline clothd_collider clothd_collider_id(uint32_t id) { clothd_collider c = {id}; return c; }
+
+typedef enum clothd_wind_model {
+    CLOTHD_WIND_UNSET = 0,
+    CLOTHD_WIND_AERO,     /* "aero": wind is the air's velocity, m/s */
+    CLOTHD_WIND_CONSTANT, /* "constant": the seed's acceleration, m/s^2 */
+} clothd_wind_model;
+
+typedef enum clothd_kind {
+    CLOTHD_KIND_UNKNOWN = 0,
+    CLOTHD_KIND_CLOTH,
+    CLOTHD_KIND_SOFTBODY,
+} clothd_kind;
+
+typedef enum clothd_collider_type {
+    CLOTHD_COLLIDER_UNSET = 0, /* not sent: the server answers "type: required" */
+    CLOTHD_COLLIDER_SPHERE,
+    CLOTHD_COLLIDER_CAPSULE,
+    CLOTHD_COLLIDER_PLANE,
+} clothd_collider_type;
+
+typedef enum clothd_access {
+    CLOTHD_ACCESS_NONE = 0, /* no auth on this connection (yet) */
+    CLOTHD_ACCESS_FULL,
+    CLOTHD_ACCESS_READONLY,
+} clothd_access;
+
+/* ---- connecting --------------------------------------------------------- */
+
+typedef struct clothd_client clothd_client;
+
+/* A frame as received: header fields, and the positions when they were
+ * decoded into a registered target. `payload` points into the client's
+ * receive buffer and is valid only during the callback (or, for
+ * clothd_frame_parse, as long as the caller's bytes). */
+typedef struct clothd_frame {
+    clothd_instance instance;
+    uint64_t frame;          /* steps this instance has taken */
+    double time;             /* simulated seconds */
+    uint32_t count;          /* particles */
+    bool quantized;          /* flags bit 0: 16 bits per axis */
+    float bbox_min[3];       /* quantized frames: the bounding box; else zeros */
+    float bbox_max[3];
+    const float *positions;  /* 3*count floats in the target's array, or NULL (no target / too small) */
+    const void *payload;     /* the bytes after the 40-byte header */
+    size_t payload_size;
+} clothd_frame;
+
+/* A server event ({"event":...}): "wind" (instance 0: the global wind),
+ * "debug", a name a newer server adds, or the client's own
+ * "resubscribe_failed" (a subscription a reconnect could not renew; code
+ * and message in `error`). `json` is the line, valid during the callback. */
+typedef struct clothd_event {
+    const char *name;
+    clothd_instance instance;
+    float wind[3];
+    bool enabled;
+    clothd_error error;
+    const char *json;
+    size_t json_size;
+} clothd_event;
+
+/* Called on the client's thread, inside clothd_poll/a blocking call that
+ * read the message. May call clothd_send_*() and clothd_frame_decode(), not
+ * blocking calls, clothd_poll() or clothd_close() on the same client. */
+typedef void (*clothd_frame_fn)(void *user, const clothd_frame *frame);
+typedef void (*clothd_event_fn)(void *user, const clothd_event *event);
+
+typedef struct clothd_options {
+    const char *host;       /* NULL: "127.0.0.1"; a name or an IPv4/IPv6 address. Copied. */
+    uint16_t port;          /* 0: 7878 */
+    /* Sent with `auth` as the first request of every connection, reconnects
+     * included. NULL: none, or $CLOTHD_TOKEN when token_from_env. Copied. */
+    const char *token;
+    bool token_from_env;
+    int timeout_ms;         /* each blocking call's limit; 0: 10000; < 0: none */
+    bool reconnect;         /* connect again when the connection drops, renewing subscriptions */
+    int reconnect_timeout_ms; /* give up (CLOTHD_E_CLOSED) after this long; 0: 10000; < 0: never */
+    int rcvbuf;             /* SO_RCVBUF in bytes; 0: the system's */
+    /* The largest reply line or frame accepted (bytes); 0: 256 MiB. A longer
+     * one is CLOTHD_E_PROTOCOL and closes the connection. */
+    size_t max_message;
+    clothd_frame_fn on_frame; /* NULL: frames only go to targets */
+    clothd_event_fn on_event; /* NULL: events are dropped */
+    void *user;               /* passed to both callbacks; not owned */
+} clothd_options;
+
+/* The zero value: every default above. */
+CLOTHD_API clothd_options clothd_options_default(void);
+
+/* Connects (resolving the host once), sends `auth` when there is a token,
+ * and waits for its reply. On success *out owns a new client: free it with
+ * clothd_close(). On failure *out is NULL (CLOTHD_E_IO: cannot connect,
+ * CLOTHD_E_UNAUTHORIZED: token refused, CLOTHD_E_TIMEOUT, ...). `o` may be
+ * NULL (all defaults); nothing of it is kept but copies. Any thread. */
+CLOTHD_API clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_error *err);
+
+/* Closes the connection and frees the client, its kept replies and its
+ * subscriptions list. Targets and callbacks' user data stay the caller's.
+ * NULL is fine. Outstanding tickets die with it. */
+CLOTHD_API void clothd_close(clothd_client *c);
+
+typedef enum clothd_link {
+    CLOTHD_LINK_CONNECTED,
+    CLOTHD_LINK_RECONNECTING, /* dropped; automatic reconnect is trying */
+    CLOTHD_LINK_CLOSED,       /* gone for good: every call fails with CLOTHD_E_CLOSED */
+} clothd_link;
+
+CLOTHD_API clothd_link clothd_link_state(const clothd_client *c);
+/* The access the last `auth` granted on this connection. */
+CLOTHD_API clothd_access clothd_access_granted(const clothd_client *c);
+
+typedef struct clothd_client_stats {
+    uint64_t requests;      /* sent */
+    uint64_t replies;       /* received */
+    uint64_t frames;        /* received */
+    uint64_t events;        /* received */
+    uint64_t bytes_in, bytes_out;
+    uint64_t reconnects;    /* connections re-established */
+    uint64_t async_errors;  /* error replies to requests sent without a ticket */
+} clothd_client_stats;
+CLOTHD_API clothd_client_stats clothd_get_client_stats(const clothd_client *c);
+
+/* ---- the game loop -------------------------------------------------------- */
+
+#ifdef _WIN32
+typedef uintptr_t clothd_socket; /* a SOCKET */
+#define CLOTHD_NO_SOCKET (~(clothd_socket)0)
+#else
+typedef int clothd_socket;
+#define CLOTHD_NO_SOCKET (-1)
+#endif
+
+/* The connection's socket, for the game's own poll/select/epoll set, or
+ * CLOTHD_NO_SOCKET while reconnecting. It changes on reconnect: ask again
+ * each time the set is built. Read-only: never read, write or close it. */
+CLOTHD_API clothd_socket clothd_fd(const clothd_client *c);
+
+#define CLOTHD_WANT_READ 1
+#define CLOTHD_WANT_WRITE 2
+/* What to wait for on clothd_fd(): always READ, and WRITE while requests
+ * are queued that the socket did not take yet. */
+CLOTHD_API int clothd_wants(const clothd_client *c);
+
+/* Waits up to timeout_ms (0: not at all; < 0: until something arrives) for
+ * the socket, then writes what is queued and reads everything available:
+ * frames go to targets and on_frame, events to on_event, replies are kept
+ * for their tickets. Drives an automatic reconnect. *handled (may be NULL)
+ * is the number of messages read. Returns CLOTHD_E_CLOSED once the
+ * connection is gone for good, CLOTHD_E_PROTOCOL on a broken stream. */
+CLOTHD_API clothd_code clothd_poll(clothd_client *c, int timeout_ms, int *handled, clothd_error *err);
+
+/* Writes everything queued, waiting up to the client's timeout. */
+CLOTHD_API clothd_code clothd_flush(clothd_client *c, clothd_error *err);
+
+/* ---- pipelining ----------------------------------------------------------- */
+
+/* Every command has clothd_send_X(): it queues the request (writing what the
+ * socket takes at once, never waiting) and sets *ticket. Collect the reply
+ * later with clothd_recv_X() (typed) or clothd_recv() (just ok or the
+ * error), in any order: replies arrive in request order and are kept until
+ * collected. With ticket == NULL the reply is dropped on arrival; an error
+ * reply then counts in stats.async_errors and is kept for
+ * clothd_take_async_error(). While automatic reconnect is re-establishing
+ * the connection, clothd_send_X() fails at once with CLOTHD_E_CLOSED
+ * (reconnecting = true); the blocking calls wait for the new connection. */
+
+/* True when the ticket's reply (or its failure) is there, so its
+ * clothd_recv_X() will not wait. Reads nothing: pair it with clothd_poll. */
+CLOTHD_API bool clothd_ready(const clothd_client *c, clothd_ticket ticket);
+/* Waits for the ticket's reply; CLOTHD_OK or its error. */
+CLOTHD_API clothd_code clothd_recv(clothd_client *c, clothd_ticket ticket, clothd_error *err);
+/* Drops interest in a ticket: its reply is discarded when it comes. */
+CLOTHD_API void clothd_discard(clothd_client *c, clothd_ticket ticket);
+/* Requests whose replies have not been collected (or discarded) yet. */
+CLOTHD_API size_t clothd_outstanding(const clothd_client *c);
+/* Takes the oldest kept error of a ticketless request: true and *err filled,
+ * or false. At most 16 are kept (the oldest beyond that are dropped). */
+CLOTHD_API bool clothd_take_async_error(clothd_client *c, clothd_error *err);
+
+/* ---- commands --------------------------------------------------------------
+ * For each: the blocking call, clothd_send_X (pipelined), and clothd_recv_X
+ * when the reply has members (else clothd_recv). Out pointers may be NULL.
+ */
+
+/* Options of `create` (all but the layout) and of `set`. */
+typedef struct clothd_material {
+    clothd_opt_f mass;               /* kg in total */
+    clothd_opt_f stiffness;          /* [0, 1] */
+    clothd_opt_f bend_stiffness;     /* [0, 1] */
+    clothd_opt_f damping;            /* [0, 1] per step */
+    clothd_opt_i solver_iterations;  /* [1, 256] */
+    clothd_opt_v3 gravity;           /* m/s^2 */
+    clothd_opt_f stretch_compliance; /* m/N: XPBD */
+    clothd_opt_f bend_compliance;
+    clothd_opt_i iterations;         /* the XPBD seed's name for solver_iterations */
+    clothd_opt_i substeps;           /* [1, 64] */
+    clothd_opt_f velocity_retention; /* (0, 1] per second */
+    clothd_opt_f thickness;          /* m */
+    clothd_opt_f particle_mass;      /* kg, for two-way coupling */
+    clothd_wind_model wind_model;
+    clothd_opt_f air_density, drag, lift;
+    clothd_opt_b tethers;
+    clothd_opt_f tether_scale;
+    clothd_opt_f sleep_threshold;    /* m/s */
+    clothd_opt_f self_distance;      /* m, 0 is off */
+    clothd_opt_f volume_stiffness;   /* soft bodies */
+    clothd_opt_f volume_compliance;
+} clothd_material;
+
+typedef struct clothd_cloth_options {
+    clothd_opt_i width, height;      /* particles along right and down */
+    clothd_opt_f spacing;            /* m */
+    clothd_opt_v3 origin;            /* particle 0 */
+    clothd_opt_v3 right, down;       /* grid axes */
+    clothd_material material;
+} clothd_cloth_options;
+CLOTHD_API clothd_cloth_options clothd_cloth_default(void);
+
+typedef enum clothd_shape {
+    CLOTHD_SHAPE_UNSET = 0, /* a mesh: vertices + tetrahedra */
+    CLOTHD_SHAPE_BOX,
+    CLOTHD_SHAPE_BALL,
+} clothd_shape;
+
+typedef struct clothd_softbody_options {
+    clothd_shape shape;
+    clothd_opt_v3 size;              /* box */
+    clothd_opt_i3 cells;             /* box: cubes per axis */
+    clothd_opt_v3 origin;            /* box */
+    clothd_opt_f radius;             /* ball */
+    clothd_opt_i resolution;         /* ball */
+    clothd_opt_v3 center;            /* ball */
+    const float *vertices;           /* 3*vertex_count floats; NULL: not sent. Read during the call. */
+    size_t vertex_count;
+    const uint32_t *tetrahedra;      /* 4*tetrahedron_count indices; NULL: not sent */
+    size_t tetrahedron_count;
+    clothd_material material;
+} clothd_softbody_options;
+CLOTHD_API clothd_softbody_options clothd_softbody_default(void);
+
+typedef struct clothd_created {
+    clothd_instance instance;
+    uint32_t particles;
+    uint32_t constraints;
+} clothd_created;
+
+/* create (a cloth; o may be NULL: the seed's 10 x 10) */
+CLOTHD_API clothd_code clothd_create_cloth(clothd_client *c, const clothd_cloth_options *o,
+                                           clothd_created *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_create_cloth(clothd_client *c, const clothd_cloth_options *o,
+                                                clothd_ticket *ticket, clothd_error *err);
+/* create with "type":"softbody" */
+CLOTHD_API clothd_code clothd_create_softbody(clothd_client *c, const clothd_softbody_options *o,
+                                              clothd_created *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_create_softbody(clothd_client *c, const clothd_softbody_options *o,
+                                                   clothd_ticket *ticket, clothd_error *err);
+/* The reply of either create. */
+CLOTHD_API clothd_code clothd_recv_create(clothd_client *c, clothd_ticket ticket, clothd_created *out,
+                                          clothd_error *err);
+
+/* destroy: the instance and its subscription (the client forgets it too). */
+CLOTHD_API clothd_code clothd_destroy(clothd_client *c, clothd_instance inst, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_destroy(clothd_client *c, clothd_instance inst, clothd_ticket *ticket,
+                                           clothd_error *err);
+
+/* pin: `particle` (+ `position`) or `particles` (+ `positions`, 3 floats
+ * per particle). Arrays are read during the call only. */
+typedef struct clothd_pin_options {
+    clothd_opt_u particle;
+    clothd_opt_v3 position;
+    const uint32_t *particles;
+    size_t particle_count;
+    const float *positions;
+} clothd_pin_options;
+CLOTHD_API clothd_code clothd_pin(clothd_client *c, clothd_instance inst, const clothd_pin_options *o,
+                                  uint32_t *pinned, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_pin(clothd_client *c, clothd_instance inst, const clothd_pin_options *o,
+                                       clothd_ticket *ticket, clothd_error *err);
+/* The count of pin, unpin or attach ("pinned", "unpinned", "attached"). */
+CLOTHD_API clothd_code clothd_recv_count(clothd_client *c, clothd_ticket ticket, uint32_t *count,
+                                         clothd_error *err);
+
+typedef struct clothd_unpin_options {
+    clothd_opt_u particle;
+    const uint32_t *particles;
+    size_t particle_count;
+} clothd_unpin_options;
+CLOTHD_API clothd_code clothd_unpin(clothd_client *c, clothd_instance inst, const clothd_unpin_options *o,
+                                    uint32_t *unpinned, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_unpin(clothd_client *c, clothd_instance inst,
+                                         const clothd_unpin_options *o, clothd_ticket *ticket,
+                                         clothd_error *err);
+
+/* wind: an instance's own wind, or with inst.id == 0 the global wind.
+ * *stored (may be NULL): the wind as the server stored it (32-bit floats). */
+CLOTHD_API clothd_code clothd_wind(clothd_client *c, clothd_instance inst, const float wind[3],
+                                   float stored[3], clothd_error *err);
+CLOTHD_API clothd_code clothd_send_wind(clothd_client *c, clothd_instance inst, const float wind[3],
+                                        clothd_ticket *ticket, clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_wind(clothd_client *c, clothd_ticket ticket, float stored[3],
+                                        clothd_error *err);
+
+/* gravity */
+CLOTHD_API clothd_code clothd_gravity(clothd_client *c, clothd_instance inst, const float gravity[3],
+                                      clothd_error *err);
+CLOTHD_API clothd_code clothd_send_gravity(clothd_client *c, clothd_instance inst, const float gravity[3],
+                                           clothd_ticket *ticket, clothd_error *err);
+
+/* addCollider */
+typedef struct clothd_collider_options {
+    clothd_collider_type type;
+    clothd_opt_v3 position, normal;
+    clothd_opt_f radius, height;
+    clothd_opt_f friction, static_friction, coupling;
+    const char *attachment;          /* a transform's name; NULL: not sent. Copied. */
+} clothd_collider_options;
+CLOTHD_API clothd_code clothd_add_collider(clothd_client *c, clothd_instance inst,
+                                           const clothd_collider_options *o, clothd_collider *out,
+                                           clothd_error *err);
+CLOTHD_API clothd_code clothd_send_add_collider(clothd_client *c, clothd_instance inst,
+                                                const clothd_collider_options *o, clothd_ticket *ticket,
+                                                clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_add_collider(clothd_client *c, clothd_ticket ticket, clothd_collider *out,
+                                                clothd_error *err);
+
+/* moveCollider: at least one of position and normal. */
+typedef struct clothd_move_options {
+    clothd_opt_v3 position, normal;
+} clothd_move_options;
+CLOTHD_API clothd_code clothd_move_collider(clothd_client *c, clothd_instance inst, clothd_collider col,
+                                            const clothd_move_options *o, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_move_collider(clothd_client *c, clothd_instance inst,
+                                                 clothd_collider col, const clothd_move_options *o,
+                                                 clothd_ticket *ticket, clothd_error *err);
+
+/* removeCollider */
+CLOTHD_API clothd_code clothd_remove_collider(clothd_client *c, clothd_instance inst, clothd_collider col,
+                                              clothd_error *err);
+CLOTHD_API clothd_code clothd_send_remove_collider(clothd_client *c, clothd_instance inst,
+                                                   clothd_collider col, clothd_ticket *ticket,
+                                                   clothd_error *err);
+
+/* enable: *now (may be NULL) is the setting the server replied. */
+CLOTHD_API clothd_code clothd_enable(clothd_client *c, clothd_instance inst, bool enabled, bool *now,
+                                     clothd_error *err);
+CLOTHD_API clothd_code clothd_send_enable(clothd_client *c, clothd_instance inst, bool enabled,
+                                          clothd_ticket *ticket, clothd_error *err);
+/* The flag of enable or debug. */
+CLOTHD_API clothd_code clothd_recv_flag(clothd_client *c, clothd_ticket ticket, bool *flag, clothd_error *err);
+
+/* step: every enabled instance, or `instance` / `instances`. */
+typedef struct clothd_step_options {
+    clothd_opt_f dt;                     /* seconds; unset: 1/60 */
+    clothd_instance instance;            /* id 0: not sent */
+    const clothd_instance *instances;    /* NULL: not sent. Read during the call. */
+    size_t instance_count;
+} clothd_step_options;
+
+typedef struct clothd_impulse {
+    clothd_instance instance;
+    clothd_collider collider;
+    float linear[3];   /* N s */
+    float angular[3];  /* N m s about the collider's position */
+} clothd_impulse;
+
+/* Owns its arrays (NULL when empty): clothd_step_result_free. */
+typedef struct clothd_step_result {
+    uint32_t stepped;
+    clothd_instance *unstable;
+    size_t unstable_count;
+    clothd_instance *sleeping;
+    size_t sleeping_count;
+    clothd_impulse *impulses;
+    size_t impulse_count;
+} clothd_step_result;
+CLOTHD_API void clothd_step_result_free(clothd_step_result *r);
+
+/* `out` may be NULL (nothing allocated then). */
+CLOTHD_API clothd_code clothd_step(clothd_client *c, const clothd_step_options *o, clothd_step_result *out,
+                                   clothd_error *err);
+CLOTHD_API clothd_code clothd_send_step(clothd_client *c, const clothd_step_options *o,
+                                        clothd_ticket *ticket, clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_step(clothd_client *c, clothd_ticket ticket, clothd_step_result *out,
+                                        clothd_error *err);
+
+/* get */
+typedef struct clothd_collider_info {
+    clothd_collider collider;
+    clothd_collider_type type;
+    float position[3], normal[3];
+    float radius, height;
+} clothd_collider_info;
+
+/* Owns pinned and colliders, and positions unless they went into the
+ * caller's buffer: free with clothd_instance_state_free. */
+typedef struct clothd_instance_state {
+    clothd_instance instance;
+    clothd_kind kind;
+    uint32_t width, height;        /* a soft body: particles x 1 */
+    uint64_t frame;
+    double time;
+    bool enabled, unstable, sleeping;
+    clothd_wind_model wind_model;
+    float wind[3], gravity[3];
+    float *positions;              /* 3*particle_count floats */
+    size_t particle_count;
+    uint32_t *pinned;              /* increasing */
+    size_t pinned_count;
+    clothd_collider_info *colliders;
+    size_t collider_count;
+    bool has_self_collision;       /* selfDistance > 0: the three counters below */
+    uint64_t self_searches, self_pairs, self_overflows;
+    bool positions_owned_;         /* private */
+} clothd_instance_state;
+CLOTHD_API void clothd_instance_state_free(clothd_instance_state *s);
+
+/* Where `get` writes positions: the caller's buffer of `capacity`
+ * particles (3 floats each), or NULL to have the library allocate. A buffer
+ * too small is CLOTHD_E_USAGE. */
+typedef struct clothd_get_options {
+    float *positions;
+    size_t capacity;
+} clothd_get_options;
+CLOTHD_API clothd_code clothd_get(clothd_client *c, clothd_instance inst, const clothd_get_options *o,
+                                  clothd_instance_state *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_get(clothd_client *c, clothd_instance inst, clothd_ticket *ticket,
+                                       clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_get(clothd_client *c, clothd_ticket ticket, const clothd_get_options *o,
+                                       clothd_instance_state *out, clothd_error *err);
+
+/* subscribe / unsubscribe: `instance`, `instances`, or neither (every
+ * instance, those created later included). The client remembers its
+ * subscriptions (with their options) to renew them after a reconnect. */
+typedef struct clothd_subscribe_options {
+    clothd_instance instance;           /* id 0: not sent */
+    const clothd_instance *instances;   /* NULL: not sent. Read during the call. */
+    size_t instance_count;
+    clothd_opt_b quantize;              /* 16-bit frames */
+    clothd_opt_i every;                 /* [1, 1000]: every k-th frame */
+} clothd_subscribe_options;
+
+typedef struct clothd_subscribed {
+    bool all;                /* {"all":true} */
+    size_t instance_count;   /* else: how many instances the reply listed */
+} clothd_subscribed;
+
+CLOTHD_API clothd_code clothd_subscribe(clothd_client *c, const clothd_subscribe_options *o,
+                                        clothd_subscribed *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_subscribe(clothd_client *c, const clothd_subscribe_options *o,
+                                             clothd_ticket *ticket, clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_subscribe(clothd_client *c, clothd_ticket ticket, clothd_subscribed *out,
+                                             clothd_error *err);
+/* quantize and every are not sent. o == NULL: every subscription. */
+CLOTHD_API clothd_code clothd_unsubscribe(clothd_client *c, const clothd_subscribe_options *o,
+                                          clothd_error *err);
+CLOTHD_API clothd_code clothd_send_unsubscribe(clothd_client *c, const clothd_subscribe_options *o,
+                                               clothd_ticket *ticket, clothd_error *err);
+
+/* status */
+typedef struct clothd_instance_summary {
+    clothd_instance instance;
+    clothd_kind kind;
+    uint32_t particles, constraints, colliders;
+    bool enabled, unstable, sleeping;
+    uint64_t frame;
+} clothd_instance_summary;
+
+/* Owns instances and text: clothd_status_free. */
+typedef struct clothd_status {
+    clothd_instance_summary *instances;
+    size_t instance_count;
+    uint32_t workers;
+    float global_wind[3];
+    char version[32];
+    char simd[32];           /* the solver's SIMD path, "" when the server does not say */
+    bool debug;
+    char *text;              /* the seed's "=== Cloth Simulation ===" block, NUL-terminated */
+} clothd_status;
+CLOTHD_API void clothd_status_free(clothd_status *s);
+CLOTHD_API clothd_code clothd_get_status(clothd_client *c, clothd_status *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_status(clothd_client *c, clothd_ticket *ticket, clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_status(clothd_client *c, clothd_ticket ticket, clothd_status *out,
+                                          clothd_error *err);
+
+/* debug: set the viewers' overlay flag, or (enabled unset) ask it. */
+CLOTHD_API clothd_code clothd_debug(clothd_client *c, clothd_opt_b enabled, bool *now, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_debug(clothd_client *c, clothd_opt_b enabled, clothd_ticket *ticket,
+                                         clothd_error *err);
+
+/* set: change a live instance's options (only those set). */
+CLOTHD_API clothd_code clothd_set(clothd_client *c, clothd_instance inst, const clothd_material *m,
+                                  clothd_error *err);
+CLOTHD_API clothd_code clothd_send_set(clothd_client *c, clothd_instance inst, const clothd_material *m,
+                                       clothd_ticket *ticket, clothd_error *err);
+
+/* transform: create or move a named transform (name: 1 to 31 bytes, copied). */
+typedef struct clothd_transform_options {
+    clothd_opt_v3 position;   /* required by the server */
+    clothd_opt_v4 rotation;   /* quaternion x, y, z, w */
+} clothd_transform_options;
+CLOTHD_API clothd_code clothd_transform(clothd_client *c, clothd_instance inst, const char *name,
+                                        const clothd_transform_options *o, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_transform(clothd_client *c, clothd_instance inst, const char *name,
+                                             const clothd_transform_options *o, clothd_ticket *ticket,
+                                             clothd_error *err);
+
+/* attach: pin particles to a transform, at offsets local to it (default:
+ * where they are). Arrays are read during the call only. */
+typedef struct clothd_attach_options {
+    clothd_opt_u particle;
+    clothd_opt_v3 offset;
+    const uint32_t *particles;
+    size_t particle_count;
+    const float *offsets;     /* 3 per particle */
+} clothd_attach_options;
+CLOTHD_API clothd_code clothd_attach(clothd_client *c, clothd_instance inst, const char *name,
+                                     const clothd_attach_options *o, uint32_t *attached, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_attach(clothd_client *c, clothd_instance inst, const char *name,
+                                          const clothd_attach_options *o, clothd_ticket *ticket,
+                                          clothd_error *err);
+
+/* topology: owns triangles and uvs: clothd_topology_free. */
+typedef struct clothd_topology {
+    clothd_instance instance;
+    clothd_kind kind;
+    uint32_t particles;
+    uint32_t *triangles;      /* 3*triangle_count particle indices, counter-clockwise from outside */
+    size_t triangle_count;
+    float *uvs;               /* cloth: 2 per particle; soft body: NULL */
+    size_t uv_count;          /* pairs */
+} clothd_topology;
+CLOTHD_API void clothd_topology_free(clothd_topology *t);
+CLOTHD_API clothd_code clothd_get_topology(clothd_client *c, clothd_instance inst, clothd_topology *out,
+                                           clothd_error *err);
+CLOTHD_API clothd_code clothd_send_topology(clothd_client *c, clothd_instance inst, clothd_ticket *ticket,
+                                            clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_topology(clothd_client *c, clothd_ticket ticket, clothd_topology *out,
+                                            clothd_error *err);
+
+/* ping */
+CLOTHD_API clothd_code clothd_ping(clothd_client *c, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_ping(clothd_client *c, clothd_ticket *ticket, clothd_error *err);
+
+/* auth: present a token on this connection. On success the client keeps a
+ * copy and presents it again after every reconnect. */
+CLOTHD_API clothd_code clothd_auth(clothd_client *c, const char *token, clothd_access *granted,
+                                   clothd_error *err);
+
+/* stats: the server's counters since it started (plain data, nothing to
+ * free). Lists longer than the arrays are cut (the counts say how many
+ * entries were read). */
+#define CLOTHD_STATS_MAX_BUCKETS 32
+#define CLOTHD_STATS_MAX_COMMANDS 40
+
+typedef struct clothd_command_count {
+    char name[24];           /* "step", "get", ... */
+    uint64_t count;
+} clothd_command_count;
+
+typedef struct clothd_server_stats {
+    char version[32];
+    char simd[32];           /* the distance solve's SIMD path: "scalar", "avx2" */
+    uint32_t workers;
+    double uptime_seconds;
+    struct { uint64_t current, total, refused, limit; } connections;
+    struct { uint64_t awake, sleeping, disabled, unstable, limit; } instances;
+    struct { uint64_t current, limit; } particles;
+    struct {
+        uint64_t total;          /* step requests that stepped at least one instance */
+        uint64_t instance_steps; /* instances stepped by them */
+        uint64_t slow;           /* over --slow-step-ms */
+        double per_second;       /* over the last 10 whole seconds */
+        uint64_t count;          /* durationSeconds: a histogram of start-to-reply times */
+        double sum;
+        size_t bucket_count;     /* bounds given; counts has one more (above them all) */
+        double bounds[CLOTHD_STATS_MAX_BUCKETS];
+        uint64_t counts[CLOTHD_STATS_MAX_BUCKETS + 1];
+    } steps;
+    struct { uint64_t reply_bytes, event_bytes, frame_bytes, frames, frames_skipped; } sent;
+    clothd_command_count requests[CLOTHD_STATS_MAX_COMMANDS]; /* by command */
+    size_t request_kinds;
+    uint64_t errors[CLOTHD_WIRE_CODE_COUNT + 1]; /* error replies, indexed by clothd_code (1..) */
+} clothd_server_stats;
+
+CLOTHD_API clothd_code clothd_get_server_stats(clothd_client *c, clothd_server_stats *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_stats(clothd_client *c, clothd_ticket *ticket, clothd_error *err);
+CLOTHD_API clothd_code clothd_recv_stats(clothd_client *c, clothd_ticket ticket, clothd_server_stats *out,
+                                         clothd_error *err);
+
+/* ---- commands this header does not know yet ------------------------------- */
+
+/* Sends {"id":N,"cmd":<cmd>,<members>} where `members` is JSON object
+ * members text ("\"instance\":1,\"foo\":[1,2]", or NULL for none). The line
+ * is checked (strict JSON, one object) before it is sent. */
+CLOTHD_API clothd_code clothd_send_json(clothd_client *c, const char *cmd, const char *members,
+                                        clothd_ticket *ticket, clothd_error *err);
+/* Sends one line as it is (a '\n' is added), for tests and tools: it must
+ * be one non-empty line (no '\n' inside); whatever it holds, its one reply
+ * is this ticket's. */
+CLOTHD_API clothd_code clothd_send_line(clothd_client *c, const char *line, size_t len,
+                                        clothd_ticket *ticket, clothd_error *err);
+/* The reply line (ok or not: an error reply is also returned as
+ * CLOTHD_E_* with *line set). *line is NUL-terminated and owned by the
+ * caller: free it with clothd_free(). */
+CLOTHD_API clothd_code clothd_recv_json(clothd_client *c, clothd_ticket ticket, char **line, size_t *len,
+                                        clothd_error *err);
+/* Blocking clothd_send_json + clothd_recv_json. */
+CLOTHD_API clothd_code clothd_request_json(clothd_client *c, const char *cmd, const char *members,
+                                           char **line, size_t *len, clothd_error *err);
+/* Frees what the library handed over (clothd_recv_json's line). NULL is fine. */
+CLOTHD_API void clothd_free(void *p);
+
+/* ---- frames ---------------------------------------------------------------- */
+
+/* A caller-owned array that receives every frame of one instance, decoded
+ * in place (plain frames copied, quantized ones expanded): the poll API.
+ * The caller sets positions and capacity; the library writes the rest on
+ * each frame, inside clothd_poll or a blocking call. A frame with more
+ * particles than capacity is not written (too_small counts it). */
+typedef struct clothd_frame_target {
+    float *positions;        /* 3*capacity floats, the caller's */
+    uint32_t capacity;       /* particles */
+    uint64_t frame;          /* of the last frame written */
+    double time;
+    uint32_t count;
+    bool quantized;
+    uint64_t updates;        /* frames written so far: compare to see a new one */
+    uint64_t too_small;
+} clothd_frame_target;
+
+/* Registers (or with t == NULL removes) the target of an instance's frames.
+ * The client keeps the pointer, not a copy: *t must live until removed or
+ * the client closed. It does not subscribe: call clothd_subscribe too. */
+CLOTHD_API clothd_code clothd_set_frame_target(clothd_client *c, clothd_instance inst,
+                                               clothd_frame_target *t, clothd_error *err);
+
+/* Checks one complete frame (magic, version, flags, length) of `size`
+ * bytes and fills *out (positions NULL; payload points into `bytes`).
+ * CLOTHD_E_PROTOCOL with the reason when it is not a valid frame. Any thread. */
+CLOTHD_API clothd_code clothd_frame_parse(const void *bytes, size_t size, clothd_frame *out,
+                                          clothd_error *err);
+/* Decodes a parsed frame's positions into `out` (3*capacity floats,
+ * caller-owned): plain frames are copied, quantized ones computed in
+ * float64 and rounded to float32 as PROTOCOL.md says. CLOTHD_E_USAGE when
+ * capacity < count. Any thread. */
+CLOTHD_API clothd_code clothd_frame_decode(const clothd_frame *f, float *out, size_t capacity,
+                                           clothd_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,286 @@
+/* What the library's files share and the public header hides: the client
+ * struct, the queue of requests awaiting replies (tickets), the
+ * subscriptions kept for a reconnect, and the helpers that build a request
+ * and wait for its reply. One connection's whole state lives in one
+ * clothd_client; there are no globals. */
+#ifndef CLOTHD_CLIENT_INTERNAL_H
+#define CLOTHD_CLIENT_INTERNAL_H
+
+#if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1 /* C99 printf (%zu) on mingw-w64; before any libc header */
+#endif
+
+#include <stdarg.h>
+
+#include "buf.h"
+#include "clothd/client.h"
+#include "json_read.h"
+#include "json_write.h"
+#include "net.h"
+
+#if defined(__MINGW32__)
+#define CDC_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
+#define CDC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CDC_PRINTF(f, a)
+#endif
+
+/* The command a ticket belongs to: which clothd_recv_X may collect it. */
+typedef enum cdc_kind {
+    CDC_K_CREATE,
+    CDC_K_DESTROY,
+    CDC_K_PIN,
+    CDC_K_UNPIN,
+    CDC_K_WIND,
+    CDC_K_GRAVITY,
+    CDC_K_ADD_COLLIDER,
+    CDC_K_MOVE_COLLIDER,
+    CDC_K_REMOVE_COLLIDER,
+    CDC_K_ENABLE,
+    CDC_K_STEP,
+    CDC_K_GET,
+    CDC_K_SUBSCRIBE,
+    CDC_K_UNSUBSCRIBE,
+    CDC_K_STATUS,
+    CDC_K_DEBUG,
+    CDC_K_SET,
+    CDC_K_TRANSFORM,
+    CDC_K_ATTACH,
+    CDC_K_TOPOLOGY,
+    CDC_K_PING,
+    CDC_K_AUTH,
+    CDC_K_STATS,
+    CDC_K_RAW,
+} cdc_kind;
+
+typedef enum cdc_state {
+    CDC_WAITING,  /* sent (or queued); no reply yet */
+    CDC_ARRIVED,  /* the reply is kept (line, or in place) */
+    CDC_FAILED,   /* the connection dropped first (fail, reconnecting) */
+    CDC_DONE,     /* collected or dropped: the slot waits to be recycled */
+} cdc_state;
+
+/* Internal requests the client sends itself, handled when their reply
+ * comes: `auth` first on a connection, and each renewed subscription. */
+typedef enum cdc_role {
+    CDC_ROLE_USER,
+    CDC_ROLE_AUTH,
+    CDC_ROLE_RESUBSCRIBE,
+} cdc_role;
+
+typedef struct cdc_entry {
+    uint8_t kind;          /* cdc_kind */
+    uint8_t state;         /* cdc_state */
+    uint8_t role;          /* cdc_role */
+    bool discard;          /* nobody holds the ticket: drop the reply */
+    bool in_place;         /* the line is still in the input buffer (ref) */
+    bool any_id;           /* clothd_send_line: the reply's id is the line's own */
+    bool reconnecting;     /* FAILED: automatic reconnect was on */
+    clothd_code fail;      /* FAILED: why */
+    /* Subscription bookkeeping, applied when an ok reply arrives. */
+    uint32_t instance;     /* destroy / (un)subscribe `instance`; resubscribe: its key */
+    bool all;              /* unsubscribe from everything */
+    clothd_opt_b quantize; /* subscribe options */
+    clothd_opt_i every;
+    uint32_t *ids;         /* unsubscribe `instances` (owned) */
+    size_t nids;
+    /* The reply. */
+    const char *ref;       /* in place: points into the input buffer */
+    char *line;            /* kept copy (owned, reused by the slot) */
+    size_t len, cap;
+} cdc_entry;
+
+/* One subscription the client holds (instance 0: every instance). */
+typedef struct cdc_sub {
+    uint32_t instance;
+    clothd_opt_b quantize;
+    clothd_opt_i every;
+} cdc_sub;
+
+typedef struct cdc_target {
+    uint32_t instance;
+    clothd_frame_target *t;
+} cdc_target;
+
+typedef enum cdc_link {
+    CDC_LINK_UP,
+    CDC_LINK_CONNECTING,   /* a non-blocking connect is in progress */
+    CDC_LINK_RETRY,        /* waiting for the next attempt */
+    CDC_LINK_CLOSED,       /* for good */
+} cdc_link;
+
+#define CDC_ASYNC_ERRORS 16
+
+struct clothd_client {
+    /* Configuration (strings owned). */
+    char *host;
+    uint16_t port;
+    char *token;
+    int timeout_ms;
+    bool reconnect;
+    int reconnect_timeout_ms;
+    int rcvbuf;
+    size_t max_message;
+    clothd_frame_fn on_frame;
+    clothd_event_fn on_event;
+    void *user;
+
+    /* The connection. */
+    cdc_addr addrs[CDC_MAX_ADDRS];
+    size_t naddrs, addr_next;
+    clothd_socket sock;
+    cdc_link link;
+    bool initial;          /* clothd_connect's first attempt: no retries */
+    bool peer_closed;      /* EOF seen; dropped once the buffered messages are read */
+    bool send_failed;      /* a write failed: read what the server said, then drop */
+    char peer_reason[300]; /* why the server is going (a last error line, a reset) */
+    int64_t retry_at, give_up_at;
+    int backoff_ms;
+    clothd_code close_code;
+    char close_reason[400];
+    clothd_access access;
+    cdc_buf in, out;
+    cdc_jdoc doc;
+
+    /* Tickets: a ring of entries for tickets [first, first + count). */
+    cdc_entry *ring;
+    size_t ring_cap, head, count;
+    size_t next_reply;     /* offset from head of the oldest WAITING entry */
+    clothd_ticket first, next_ticket;
+    clothd_ticket awaiting; /* a blocking wait's ticket: its reply stays in place */
+    bool stop_batch;       /* the awaited reply arrived: stop dispatching */
+
+    cdc_sub *subs;
+    size_t nsubs, subs_cap;
+    cdc_target *targets;
+    size_t ntargets, targets_cap;
+    clothd_error async[CDC_ASYNC_ERRORS];
+    size_t nasync;
+    clothd_client_stats stats;
+};
+
+/* ---- errors (errors.c) ---- */
+clothd_code cdc_fail(clothd_error *err, clothd_code code, const char *fmt, ...) CDC_PRINTF(3, 4);
+void cdc_ok(clothd_error *err);
+/* The error object of a reply ({"ok":false,"error":{...}}) into err. */
+clothd_code cdc_reply_error(const cdc_jdoc *d, int root, clothd_error *err);
+
+/* ---- the connection (conn.c) ---- */
+/* Drops the connection: fails the waiting tickets, then reconnects when
+ * allowed (fatal: never). */
+void cdc_drop(clothd_client *c, clothd_code code, bool fatal, const char *fmt, ...) CDC_PRINTF(4, 5);
+/* Starts connecting (initial: one pass over the addresses, no retries). */
+void cdc_link_start(clothd_client *c, bool initial);
+/* One round of I/O: drives a reconnect, writes, waits up to `deadline`
+ * (absolute ms; -1: forever; 0: not at all), reads and dispatches.
+ * *handled += messages dispatched. CLOTHD_E_CLOSED once closed for good. */
+clothd_code cdc_io(clothd_client *c, int64_t deadline, int *handled, clothd_error *err);
+/* Writes what the socket takes now (never waits). */
+void cdc_flush_some(clothd_client *c);
+/* Dispatches the complete messages already read (no socket call). */
+void cdc_dispatch_buffered(clothd_client *c, int *handled);
+/* The absolute deadline of a blocking call (-1: none). */
+int64_t cdc_deadline(const clothd_client *c);
+/* Waits until the link is up (blocking calls during a reconnect). */
+clothd_code cdc_wait_link(clothd_client *c, int64_t deadline, clothd_error *err);
+/* The error of a closed link (code and the reason it closed). */
+clothd_code cdc_closed_error(const clothd_client *c, clothd_error *err);
+
+/* ---- tickets (tickets.c) ---- */
+cdc_entry *cdc_entry_of(clothd_client *c, clothd_ticket t);
+const cdc_entry *cdc_entry_of_const(const clothd_client *c, clothd_ticket t);
+/* A new WAITING entry for ticket c->next_ticket; NULL when out of memory. */
+cdc_entry *cdc_ring_push(clothd_client *c, cdc_kind kind);
+/* Marks an entry done and recycles the slots at the head that are done. */
+void cdc_entry_done(clothd_client *c, clothd_ticket t);
+/* The entry the next reply belongs to, or NULL. */
+cdc_entry *cdc_ring_next_waiting(clothd_client *c, clothd_ticket *t);
+/* Fails every WAITING entry. */
+void cdc_ring_fail_waiting(clothd_client *c, clothd_code code, bool reconnecting);
+void cdc_ring_free(clothd_client *c);
+/* Keeps an error reply of a ticketless request. */
+void cdc_async_push(clothd_client *c, const clothd_error *e);
+
+/* ---- subscriptions and frame targets (subs.c) ---- */
+void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every);
+void cdc_sub_remove(clothd_client *c, uint32_t instance);
+void cdc_sub_clear(clothd_client *c);
+clothd_frame_target *cdc_target_of(clothd_client *c, uint32_t instance);
+/* Applies a user request's ok reply to the subscriptions list. */
+void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int root);
+/* Queues `auth` and one `subscribe` per kept subscription on a new connection. */
+bool cdc_sub_renew(clothd_client *c);
+/* A reply to an internal request (auth, resubscribe). */
+void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const cdc_jdoc *d, int root);
+void cdc_subs_free(clothd_client *c);
+
+/* ---- frames (frame.c) ---- */
+void cdc_frame_dispatch(clothd_client *c, const unsigned char *bytes, size_t size);
+
+/* ---- requests (request.c) ---- */
+typedef struct cdc_req {
+    clothd_client *c;
+    cdc_jw w;
+    size_t mark;         /* output bytes (from the buffer's offset) before this request */
+    cdc_kind kind;
+    cdc_role role;
+} cdc_req;
+
+/* Starts {"id":N,"cmd":"<cmd>" in the output buffer; fails when the link is
+ * not up (CLOTHD_E_CLOSED, reconnecting set during a reconnect). */
+clothd_code cdc_req_begin(cdc_req *r, clothd_client *c, cdc_kind kind, const char *cmd, clothd_error *err);
+/* Ends the request, queues its ticket and writes what the socket takes.
+ * ticket NULL: the reply is dropped. *entry_out (may be NULL): the entry,
+ * to add bookkeeping (valid until the next request). */
+clothd_code cdc_req_end(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_out, clothd_error *err);
+/* Reads a reply's members into `out` (zeroed before); fills err on a
+ * malformed reply. `arg`: the recv call's extra argument. */
+typedef clothd_code (*cdc_decode_fn)(clothd_client *c, const cdc_jdoc *d, int root, void *out, const void *arg,
+                                     clothd_error *err);
+
+/* Waits for a ticket's reply (until `deadline`), checks it, decodes it with
+ * `fn` (may be NULL) and releases the ticket, then dispatches what was read
+ * behind the reply. `kinds`: the cdc_kind bits a ticket may have (0: any).
+ * `raw`: call fn for an error reply too. On CLOTHD_E_TIMEOUT the ticket
+ * stays. `out` (out_size bytes) is zeroed first. */
+clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64_t deadline, bool raw,
+                        cdc_decode_fn fn, void *out, size_t out_size, const void *arg, clothd_error *err);
+
+/* A blocking call: waits for the link, sends (SEND sets `ticket_`), then
+ * collects the reply within the same deadline. */
+#define CDC_BLOCKING(c, err, SEND, KIND, FN, OUT, OUT_SIZE, ARG)                                   \
+    do {                                                                                           \
+        if ((OUT) != NULL)                                                                         \
+            memset((OUT), 0, (OUT_SIZE));                                                          \
+        if ((c) == NULL)                                                                           \
+            return cdc_fail((err), CLOTHD_E_USAGE, "client: NULL");                               \
+        int64_t deadline_ = cdc_deadline(c);                                                       \
+        clothd_ticket ticket_ = 0;                                                                 \
+        clothd_code rc_ = cdc_wait_link((c), deadline_, (err));                                    \
+        if (rc_ == CLOTHD_OK)                                                                      \
+            rc_ = (SEND);                                                                          \
+        if (rc_ != CLOTHD_OK)                                                                      \
+            return rc_;                                                                            \
+        rc_ = cdc_collect((c), ticket_, CDC_KIND_BIT(KIND), deadline_, false, (FN), (OUT), (OUT_SIZE), \
+                          (ARG), (err));                                                           \
+        if (rc_ == CLOTHD_E_TIMEOUT)                                                               \
+            clothd_discard((c), ticket_);                                                          \
+        return rc_;                                                                                \
+    } while (0)
+
+#define CDC_KIND_BIT(k) ((uint32_t)1 << (k))
+
+/* Field writers for optionals: only set members are written. */
+void cdc_put_f(cdc_jw *w, const char *key, clothd_opt_f v);
+void cdc_put_i(cdc_jw *w, const char *key, clothd_opt_i v);
+void cdc_put_u(cdc_jw *w, const char *key, clothd_opt_u v);
+void cdc_put_b(cdc_jw *w, const char *key, clothd_opt_b v);
+void cdc_put_v3(cdc_jw *w, const char *key, clothd_opt_v3 v);
+void cdc_put_floats(cdc_jw *w, const char *key, const float *v, size_t n);
+void cdc_put_vec3s(cdc_jw *w, const char *key, const float *v, size_t count);
+void cdc_put_u32s(cdc_jw *w, const char *key, const uint32_t *v, size_t n);
+void cdc_put_instances(cdc_jw *w, const char *key, const clothd_instance *v, size_t n);
+void cdc_put_str(cdc_jw *w, const char *key, const char *s);
+
+#endif

@@ -1,0 +1,206 @@
+/* What the client remembers about its connection so that a reconnect can
+ * restore it: the subscriptions it holds (updated from the server's ok
+ * replies, never from what was merely asked) and the token; and the frame
+ * targets the caller registered. On a new connection `auth` goes first,
+ * then one `subscribe` per subscription with its options; their replies
+ * are the client's own (a refused token closes the client for good, a
+ * subscription that cannot be renewed is dropped and reported as a
+ * "resubscribe_failed" event). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static cdc_sub *find_sub(clothd_client *c, uint32_t instance)
+{
+    for (size_t i = 0; i < c->nsubs; i++)
+        if (c->subs[i].instance == instance)
+            return &c->subs[i];
+    return NULL;
+}
+
+void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every)
+{
+    cdc_sub *s = find_sub(c, instance);
+    if (s == NULL) {
+        if (c->nsubs == c->subs_cap) {
+            size_t cap = c->subs_cap ? c->subs_cap * 2 : 8;
+            cdc_sub *p = realloc(c->subs, cap * sizeof *p);
+            if (p == NULL)
+                return; /* not renewed after a reconnect; nothing else is lost */
+            c->subs = p;
+            c->subs_cap = cap;
+        }
+        s = &c->subs[c->nsubs++];
+        s->instance = instance;
+    }
+    s->quantize = quantize;
+    s->every = every;
+}
+
+void cdc_sub_remove(clothd_client *c, uint32_t instance)
+{
+    cdc_sub *s = find_sub(c, instance);
+    if (s != NULL)
+        *s = c->subs[--c->nsubs];
+}
+
+void cdc_sub_clear(clothd_client *c)
+{
+    c->nsubs = 0;
+}
+
+void cdc_subs_free(clothd_client *c)
+{
+    free(c->subs);
+    free(c->targets);
+    c->subs = NULL;
+    c->targets = NULL;
+    c->nsubs = c->subs_cap = c->ntargets = c->targets_cap = 0;
+}
+
+void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int root)
+{
+    switch (e->kind) {
+    case CDC_K_DESTROY:
+        cdc_sub_remove(c, e->instance);
+        break;
+    case CDC_K_SUBSCRIBE: {
+        bool all = false;
+        if (cdc_jbool(d, cdc_jget(d, root, "all"), &all) && all)
+            cdc_sub_put(c, 0, e->quantize, e->every);
+        int list = cdc_jget(d, root, "instances");
+        for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i)) {
+            uint64_t id;
+            if (cdc_juint(d, i, UINT32_MAX, &id))
+                cdc_sub_put(c, (uint32_t)id, e->quantize, e->every);
+        }
+        break;
+    }
+    case CDC_K_UNSUBSCRIBE:
+        if (e->all) {
+            cdc_sub_clear(c);
+            break;
+        }
+        if (e->instance != 0)
+            cdc_sub_remove(c, e->instance);
+        for (size_t i = 0; i < e->nids; i++)
+            cdc_sub_remove(c, e->ids[i]);
+        break;
+    default:
+        break;
+    }
+}
+
+bool cdc_sub_renew(clothd_client *c)
+{
+    cdc_req r;
+    cdc_entry *e;
+    if (c->token != NULL) {
+        if (cdc_req_begin(&r, c, CDC_K_AUTH, "auth", NULL) != CLOTHD_OK)
+            return c->link != CDC_LINK_UP;
+        cdc_put_str(&r.w, "token", c->token);
+        r.role = CDC_ROLE_AUTH;
+        if (cdc_req_end(&r, NULL, NULL, NULL) == CLOTHD_E_NOMEM)
+            return false;
+    }
+    for (size_t i = 0; i < c->nsubs && c->link == CDC_LINK_UP; i++) {
+        const cdc_sub *s = &c->subs[i];
+        if (cdc_req_begin(&r, c, CDC_K_SUBSCRIBE, "subscribe", NULL) != CLOTHD_OK)
+            return c->link != CDC_LINK_UP;
+        if (s->instance != 0) {
+            cdc_jw_key(&r.w, "instance");
+            cdc_jw_u64(&r.w, s->instance);
+        }
+        cdc_put_b(&r.w, "quantize", s->quantize);
+        cdc_put_i(&r.w, "every", s->every);
+        r.role = CDC_ROLE_RESUBSCRIBE;
+        e = NULL;
+        if (cdc_req_end(&r, NULL, &e, NULL) == CLOTHD_E_NOMEM)
+            return false;
+        if (e != NULL)
+            e->instance = s->instance;
+    }
+    return true;
+}
+
+void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const cdc_jdoc *d, int root)
+{
+    bool ok = false;
+    cdc_jbool(d, cdc_jget(d, root, "ok"), &ok);
+    clothd_error er;
+    memset(&er, 0, sizeof er);
+    if (!ok)
+        cdc_reply_error(d, root, &er);
+    cdc_role role = (cdc_role)e->role;
+    uint32_t instance = e->instance;
+    cdc_entry_done(c, t);
+    if (role == CDC_ROLE_AUTH) {
+        if (ok) {
+            int access = cdc_jget(d, root, "access");
+            c->access = cdc_jstr_eq(d, access, "readonly") ? CLOTHD_ACCESS_READONLY : CLOTHD_ACCESS_FULL;
+            return;
+        }
+        /* A refused token is refused again on every retry: give up. */
+        cdc_drop(c, er.code, true, "auth refused: %s: %s", er.wire_code, er.message);
+        return;
+    }
+    if (ok)
+        return;
+    cdc_sub_remove(c, instance);
+    if (c->on_event != NULL) {
+        clothd_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.name = "resubscribe_failed";
+        ev.instance.id = instance;
+        ev.error = er;
+        ev.json = d->text;
+        ev.json_size = d->size;
+        c->on_event(c->user, &ev);
+    }
+}
+
+clothd_frame_target *cdc_target_of(clothd_client *c, uint32_t instance)
+{
+    for (size_t i = 0; i < c->ntargets; i++)
+        if (c->targets[i].instance == instance)
+            return c->targets[i].t;
+    return NULL;
+}
+
+clothd_code clothd_set_frame_target(clothd_client *c, clothd_instance inst, clothd_frame_target *t,
+                                    clothd_error *err)
+{
+    if (c == NULL)
+        return cdc_fail(err, CLOTHD_E_USAGE, "client: NULL");
+    if (t != NULL && t->positions == NULL && t->capacity > 0)
+        return cdc_fail(err, CLOTHD_E_USAGE, "target: positions is NULL with a capacity of %u",
+                        (unsigned)t->capacity);
+    for (size_t i = 0; i < c->ntargets; i++) {
+        if (c->targets[i].instance != inst.id)
+            continue;
+        if (t != NULL)
+            c->targets[i].t = t;
+        else
+            c->targets[i] = c->targets[--c->ntargets];
+        cdc_ok(err);
+        return CLOTHD_OK;
+    }
+    if (t == NULL) {
+        cdc_ok(err);
+        return CLOTHD_OK;
+    }
+    if (c->ntargets == c->targets_cap) {
+        size_t cap = c->targets_cap ? c->targets_cap * 2 : 8;
+        cdc_target *p = realloc(c->targets, cap * sizeof *p);
+        if (p == NULL)
+            return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory registering a frame target");
+        c->targets = p;
+        c->targets_cap = cap;
+    }
+    c->targets[c->ntargets].instance = inst.id;
+    c->targets[c->ntargets].t = t;
+    c->ntargets++;
+    cdc_ok(err);
+    return CLOTHD_OK;
+}

@@ -1,0 +1,113 @@
+/* The examples, built by the Makefile and run here against the shared
+ * server with their output asserted: the C game loop (a cape on a walking
+ * capsule at 60 Hz), the same loop built from `pkg-config clothd` alone,
+ * the C++ RAII wrapper, and the C# P/Invoke snippet under mono. An example
+ * that is not built in this configuration (the ASan run has no C#) is
+ * reported as skipped. */
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool example(const char *name, char *path, size_t cap)
+{
+    const char *dir = getenv("CLOTHD_C_EXAMPLES");
+    snprintf(path, cap, "%s/%s", dir ? dir : ".", name);
+    if (access(path, F_OK) != 0) {
+        printf("     (skipped: %s is not built in this configuration)\n", name);
+        return false;
+    }
+    return true;
+}
+
+static const char *line_with(const char *out, const char *prefix)
+{
+    const char *p = strstr(out, prefix);
+    return p ? p : "";
+}
+
+static void check_cape(const char *bin, const char *flags, int ticks_wanted)
+{
+    char cmd[1200], out[4096];
+    snprintf(cmd, sizeof cmd, "%s --port %u %s", bin, (unsigned)ct_main_server.port, flags);
+    int rc = ct_run(cmd, out, sizeof out);
+    REQUIRE(rc == 0, "%s exited %d:\n%s", cmd, rc, out);
+    int ticks = 0, acked = 0, late = -1, inside = -1;
+    unsigned long long frames = 0, last = 0;
+    float trail = -1, low = -1, closest = -1, radius = 0;
+    CHECK(sscanf(line_with(out, "ticks:"), "ticks: %d at %*[^,], steps acknowledged: %d, late replies: %d", &ticks,
+                 &acked, &late) == 3, "%s", out);
+    CHECK(sscanf(line_with(out, "frames received:"), "frames received: %llu, last frame: %llu", &frames, &last) == 2);
+    CHECK(sscanf(line_with(out, "cape trails"), "cape trails the capsule by %f", &trail) == 1);
+    CHECK(sscanf(line_with(out, "cape lowest point:"), "cape lowest point: y=%f", &low) == 1);
+    CHECK(sscanf(line_with(out, "closest to the body"), "closest to the body's axis: %f m (radius %f); "
+                 "particle-ticks inside the body: %d", &closest, &radius, &inside) == 3);
+    CHECK(ticks == ticks_wanted && acked == ticks, "every step acknowledged: %d of %d", acked, ticks);
+    CHECK(last == (unsigned long long)ticks, "the last frame is the last step's (%llu)", last);
+    CHECK(frames >= (unsigned long long)ticks * 9 / 10, "frames arrive as the steps go (%llu of %d)", frames, ticks);
+    CHECK(trail > 0.2f && trail < 0.7f, "the cape trails behind the walking body: %.3f m", (double)trail);
+    CHECK(low > 0.55f && low < 1.0f, "it hangs from the shoulders (1.45) about its length (0.75): lowest %.3f",
+          (double)low);
+    CHECK(inside == 0 && closest >= radius - 0.02f, "it never enters the body: closest %.3f", (double)closest);
+    const char *trails = line_with(out, "cape trails");
+    printf("     %.*s\n", (int)strcspn(trails, "\n"), trails);
+}
+
+static void the_cape_game_loop_should_run_at_60_hz(void)
+{
+    char bin[1024];
+    if (example("cape", bin, sizeof bin))
+        check_cape(bin, "--seconds 2", 120);
+}
+
+static void the_pkg_config_build_should_run_too(void)
+{
+    char bin[1024];
+    if (example("cape-pkgconfig", bin, sizeof bin))
+        check_cape(bin, "--seconds 1.5 --fast", 90);
+}
+
+static void the_cpp_wrapper_should_work(void)
+{
+    char bin[1024], cmd[1200], out[4096];
+    if (!example("raii", bin, sizeof bin))
+        return;
+    snprintf(cmd, sizeof cmd, "%s --port %u", bin, (unsigned)ct_main_server.port);
+    int rc = ct_run(cmd, out, sizeof out);
+    REQUIRE(rc == 0, "%s exited %d:\n%s", cmd, rc, out);
+    CHECK(strstr(out, "frame 120, 100 particles\n") != NULL, "%s", out);
+    float top = 0, bottom = 0;
+    CHECK(sscanf(line_with(out, "top row"), "top row y=%f, bottom row mean y=%f", &top, &bottom) == 2);
+    CHECK(top == 2.0f && bottom > 1.0f && bottom < 1.15f, "the curtain hangs 0.9 m: top %.3f bottom %.3f",
+          (double)top, (double)bottom);
+    CHECK(strstr(out, "after destroy: caught not_found: instance: no instance") != NULL, "%s", out);
+}
+
+static void the_csharp_snippet_should_work(void)
+{
+    char exe[1024], cmd[2400], out[4096];
+    if (!example("ClothdExample.exe", exe, sizeof exe))
+        return;
+    const char *libdir = getenv("CLOTHD_C_LIBDIR");
+    snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH=%s mono %s --port %u 2>&1", libdir ? libdir : ".", exe,
+             (unsigned)ct_main_server.port);
+    int rc = ct_run(cmd, out, sizeof out);
+    REQUIRE(rc == 0, "%s exited %d:\n%s", cmd, rc, out);
+    CHECK(strstr(out, ": 64 particles, 306 constraints\n") != NULL, "%s", out);
+    CHECK(strstr(out, "pinned 8\n") != NULL);
+    CHECK(strstr(out, "frame 60, time 1.000, 64 particles, 8 pinned, gravity -9.81\n") != NULL, "%s", out);
+    float top = 0, bottom = 0;
+    CHECK(sscanf(line_with(out, "top row"), "top row y=%f, bottom row mean y=%f", &top, &bottom) == 2);
+    CHECK(top == 2.0f && bottom > 1.2f && bottom < 1.4f, "top %.3f bottom %.3f", (double)top, (double)bottom);
+    CHECK(strstr(out, "after destroy: not_found: instance: no instance") != NULL && strstr(out, "(NotFound)"),
+          "%s", out);
+}
+
+const ct_test ct_example_tests[] = {
+    {"examples: the C game loop (a cape on a walking capsule, 60 Hz)", the_cape_game_loop_should_run_at_60_hz, 20},
+    {"examples: the game loop built with pkg-config", the_pkg_config_build_should_run_too, 20},
+    {"examples: the C++ RAII wrapper", the_cpp_wrapper_should_work, 0},
+    {"examples: the C# P/Invoke snippet under mono", the_csharp_snippet_should_work, 0},
+    {NULL, NULL, 0},
+};
