@@ -270,10 +270,20 @@ Test(protocol_request, ping_should_parse_with_nothing_but_the_envelope)
     cd_request_free(&req);
 }
 
+Test(protocol_request, stats_should_parse_with_nothing_but_the_envelope)
+{
+    cd_request req;
+    parse_ok("{\"id\":3,\"cmd\":\"stats\",\"instance\":5,\"extra\":[1]}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_STATS);
+    cr_assert_not(req.has_instance);
+    cr_assert_str_eq(cd_command_name(CD_CMD_STATS), "stats");
+    cd_request_free(&req);
+}
+
 Test(protocol_request, read_only_commands_are_exactly_the_listed_ones)
 {
-    static const char *const read_only[] = {"ping",      "status",      "get", "topology",
-                                            "subscribe", "unsubscribe", "auth"};
+    static const char *const read_only[] = {"ping",      "status",      "get",  "topology",
+                                            "subscribe", "unsubscribe", "auth", "stats"};
     for (int i = 0; i < CD_CMD_COUNT; i++) {
         bool listed = false;
         for (size_t k = 0; k < sizeof read_only / sizeof read_only[0]; k++)
@@ -293,6 +303,7 @@ Test(protocol_request, each_command_row_says_what_it_touches)
     cr_assert_eq(cd_command_touches(CD_CMD_UNSUBSCRIBE), CD_TOUCHES_NONE);
     cr_assert_eq(cd_command_touches(CD_CMD_DEBUG), CD_TOUCHES_NONE);
     cr_assert_eq(cd_command_touches(CD_CMD_PING), CD_TOUCHES_NONE);
+    cr_assert_eq(cd_command_touches(CD_CMD_STATS), CD_TOUCHES_NONE); /* answered mid-step */
     cr_assert_eq(cd_command_touches(CD_CMD_WIND), CD_TOUCHES_OPTIONAL);
     cr_assert_eq(cd_command_touches(CD_CMD_STATUS), CD_TOUCHES_ALL);
     cr_assert_eq(cd_command_touches(CD_CMD_STEP), CD_TOUCHES_LISTED);
