@@ -116,6 +116,10 @@ $(BUILD)/clothd-tsan: $(call tsan_obj,server/main.c $(SOLVER_SRC) $(PROTOCOL_SRC
 $(BUILD)/pool_handoff_tsan: $(call tsan_obj,tests/sanitizers/pool_handoff.c server/pool.c)
 	$(CC) $(TSAN) $^ -o $@ $(LDLIBS)
 
+# One large instance's step shared by 4 threads (solver/team.c).
+$(BUILD)/team_handoff_tsan: $(call tsan_obj,tests/sanitizers/team_handoff.c $(SOLVER_SRC) server/pool.c)
+	$(CC) $(TSAN) $^ -o $@ $(LDLIBS)
+
 ASAN_RUN := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 TSAN_RUN := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
@@ -123,7 +127,8 @@ TSAN_RUN := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 # concurrency: the short sanitizer runs of `make check`.
 E2E_SAN_SHORT  := -k test_races -k test_ordering -k test_robustness -k test_strict_input -k test_errors \
                   -k test_lifecycle
-E2E_TSAN_SHORT := -k test_races -k test_ordering -k test_subscribe -k test_backpressure -k test_robustness
+E2E_TSAN_SHORT := -k test_races -k test_ordering -k test_subscribe -k test_backpressure -k test_robustness \
+                  -k test_determinism
 
 # The unit tests under ASan with leak detection on. Criterion runs each test
 # in a worker process whose leak report it ignores (it even calls the test
@@ -144,8 +149,9 @@ unit-san: $(BUILD)/unit_tests_san
 e2e-asan: $(BUILD)/clothd-asan
 	$(ASAN_RUN) python3 tests/e2e/run_all.py --sanitizer asan --clothd $(BUILD)/clothd-asan
 
-e2e-tsan: $(BUILD)/clothd-tsan $(BUILD)/pool_handoff_tsan
+e2e-tsan: $(BUILD)/clothd-tsan $(BUILD)/pool_handoff_tsan $(BUILD)/team_handoff_tsan
 	$(TSAN_RUN) ./$(BUILD)/pool_handoff_tsan
+	$(TSAN_RUN) ./$(BUILD)/team_handoff_tsan
 	$(TSAN_RUN) python3 tests/e2e/run_all.py --sanitizer tsan --clothd $(BUILD)/clothd-tsan
 
 # libFuzzer (clang): the real parser and dispatcher behind a real connection
@@ -178,9 +184,10 @@ soak: $(BUILD)/clothd
 
 # The short versions for `make check`: about 3 minutes in all on 2 cores.
 check-hardening: $(BUILD)/clothd $(BUILD)/clothd-asan $(BUILD)/clothd-tsan $(BUILD)/pool_handoff_tsan \
-                 $(BUILD)/fuzz_server
+                 $(BUILD)/team_handoff_tsan $(BUILD)/fuzz_server
 	$(ASAN_RUN) python3 tests/e2e/run_all.py -q --sanitizer asan --clothd $(BUILD)/clothd-asan $(E2E_SAN_SHORT)
 	$(TSAN_RUN) ./$(BUILD)/pool_handoff_tsan
+	$(TSAN_RUN) ./$(BUILD)/team_handoff_tsan
 	$(TSAN_RUN) python3 tests/e2e/run_all.py -q --sanitizer tsan --clothd $(BUILD)/clothd-tsan $(E2E_TSAN_SHORT)
 	python3 tests/fuzz/run_fuzz.py --fuzzer $(BUILD)/fuzz_server --work $(BUILD)/fuzz --seconds $(FUZZ_SHORT)
 	python3 tests/soak/soak.py --clothd $(BUILD)/clothd --seconds $(SOAK_SHORT)

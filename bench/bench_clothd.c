@@ -320,8 +320,9 @@ typedef struct bench_set {
     unsigned workers;
     int count;
     cd_job *jobs;
-    cd_job **job_ptrs;
+    cd_job **job_ptrs;    /* each step's batch: steps and helpers */
     cd_instance **insts;
+    struct help_job *helps; /* (workers - 1) per instance, as the server queues them */
     double sps[BENCH_MAX_SAMPLES];   /* instance steps per second, per sample */
     double cores[BENCH_MAX_SAMPLES]; /* process CPU seconds per wall second */
 } bench_set;
@@ -334,10 +335,36 @@ static void step_job(cd_job *job)
     (void)cd_instance_step(job->user, BENCH_DT, no_wind);
 }
 
+/* A helper of one large instance's step (solver.h, cd_instance_help_step). */
+typedef struct help_job {
+    cd_job job;
+    uint64_t ticket;
+} help_job;
+
+static void help_run(cd_job *job)
+{
+    help_job *hj = (help_job *)job;
+    (void)cd_instance_help_step(hj->job.user, hj->ticket);
+}
+
+/* Each step is one batch, queued as the server queues it: each instance's
+ * step, then the other workers' helpers when it is large enough. */
 static void step_set(bench_set *set, int steps)
 {
-    for (int i = 0; i < steps; i++)
-        cd_pool_run_batch(set->pool, set->job_ptrs, (uint32_t)set->count);
+    const unsigned helpers = set->workers - 1;
+    for (int i = 0; i < steps; i++) {
+        uint32_t n = 0;
+        for (int k = 0; k < set->count; k++) {
+            const uint64_t ticket = cd_instance_help_ticket(set->insts[k]);
+            set->job_ptrs[n++] = &set->jobs[k];
+            for (unsigned h = 0; ticket != 0 && h < helpers; h++) {
+                help_job *hj = &set->helps[(size_t)k * helpers + h];
+                hj->ticket = ticket;
+                set->job_ptrs[n++] = &hj->job;
+            }
+        }
+        cd_pool_run_batch(set->pool, set->job_ptrs, n);
+    }
 }
 
 static uint64_t hash_set(const bench_set *set)
@@ -368,6 +395,7 @@ static void free_set(bench_set *set)
     free(set->jobs);
     free(set->job_ptrs);
     free(set->insts);
+    free(set->helps);
 }
 
 static int init_set(bench_set *set, cd_world *world, unsigned workers, int count, int n, int iters)
@@ -375,11 +403,13 @@ static int init_set(bench_set *set, cd_world *world, unsigned workers, int count
     memset(set, 0, sizeof *set);
     set->workers = workers;
     set->count = count;
-    set->pool = cd_pool_create(workers, (uint32_t)count, NULL, NULL);
+    set->pool = cd_pool_create(workers, (uint32_t)count * workers, NULL, NULL);
     set->jobs = calloc((size_t)count, sizeof *set->jobs);
-    set->job_ptrs = calloc((size_t)count, sizeof *set->job_ptrs);
+    set->job_ptrs = calloc((size_t)count * workers, sizeof *set->job_ptrs);
     set->insts = calloc((size_t)count, sizeof *set->insts);
-    if (set->pool == NULL || set->jobs == NULL || set->job_ptrs == NULL || set->insts == NULL)
+    set->helps = calloc((size_t)count * workers, sizeof *set->helps);
+    if (set->pool == NULL || set->jobs == NULL || set->job_ptrs == NULL || set->insts == NULL ||
+        set->helps == NULL)
         return fail("workers: cannot create the pool or the job arrays");
     for (int i = 0; i < count; i++) {
         set->insts[i] = make_curtain(world, n, iters);
@@ -387,7 +417,9 @@ static int init_set(bench_set *set, cd_world *world, unsigned workers, int count
             return 1;
         set->jobs[i].run = step_job;
         set->jobs[i].user = set->insts[i];
-        set->job_ptrs[i] = &set->jobs[i];
+        for (unsigned h = 0; h + 1 < workers; h++)
+            set->helps[(size_t)i * (workers - 1) + h].job =
+                (cd_job){.run = help_run, .user = set->insts[i]};
     }
     return 0;
 }

@@ -49,6 +49,9 @@ WORKER_WARMUP = 60
 WORKER_TARGET = 1.7
 WORKER_ATTEMPTS = 3         # retry while the 2-worker pool gets < 1.8 cores
 WORKER_MIN_CORES = 1.8
+SPLIT_N = 128               # issue 8: one large curtain stepped by every worker
+SPLIT_STEPS = 60
+SPLIT_TARGET = 1.7
 MEMORY_W = MEMORY_H = 20
 MEMORY_SEED_ESTIMATE = 57000
 DEPTH_N = 64                # the solver's depth: a 64² curtain
@@ -365,6 +368,39 @@ def run_workers(clothd, us_32, samples, log):
         "steps_each": w["steps_each"], "unstable": w["unstable"],
         "samples": samples, "steps_per_sample": steps, "cores": os.cpu_count(),
     }
+
+
+def run_split(clothd, samples, log):
+    """One SPLIT_N² curtain through a 1- and a 2-worker pool: its step's
+    stages shared by the workers (solver/team.c), beside the same pools on
+    64 independent 32² curtains (section 2) for what the machine allows."""
+    log(f"  split: 1 x {SPLIT_N}^2 across workers, {samples} samples of {SPLIT_STEPS} steps ...")
+    w = clothd.ask(f"workers 1 {SPLIT_N} {ITERS} 20 {SPLIT_STEPS} {samples}", "WORKERS")
+    return {
+        "case": "split", "n": w["n"], "iters": w["iters"],
+        "w1_steps_per_s": w["w1_instance_steps_per_s"], "w2_steps_per_s": w["w2_instance_steps_per_s"],
+        "speedup": round(w["speedup"], 3), "target_speedup": SPLIT_TARGET,
+        "verdict": "PASS" if w["speedup"] >= SPLIT_TARGET else "MISS",
+        "w2_cores_used": round(w["w2_cores_used"], 2), "identical": w["identical"],
+        "hash_w1": w["hash_w1"], "hash_w2": w["hash_w2"], "samples": samples,
+    }
+
+
+def print_split(split, workers):
+    r = split
+    print(f"2b. One {r['n']}² curtain, {r['iters']} iterations, its step shared by the pool's "
+          f"workers (median of {r['samples']} interleaved samples)")
+    rows = [["1 worker", f"{r['w1_steps_per_s']:.0f}", "1.00×", ""],
+            ["2 workers", f"{r['w2_steps_per_s']:.0f}", f"{r['speedup']:.2f}×",
+             f"≥{SPLIT_TARGET:g}×: {r['verdict']}"]]
+    print(table(["pool", "steps/s", "speed-up", "target"], rows))
+    if workers:
+        print(f"   the machine's own scaling in this run (section 2, independent instances): "
+              f"{workers['speedup']:.2f}×; the split reaches "
+              f"{100 * r['speedup'] / workers['speedup']:.0f}% of it.")
+    same = "identical" if r["identical"] else "DIFFERENT"
+    print(f"   positions: 1 worker {r['hash_w1']}, 2 workers {r['hash_w2']} -> {same}")
+    print()
 
 
 def run_memory(clothd):
@@ -692,7 +728,8 @@ def other_load_text(cores):
     return f"   other processes used {cores:.2f} of {os.cpu_count()} cores on average meanwhile."
 
 
-def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec=None, small=None):
+def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec=None, small=None,
+                 split=None):
     print()
     print(f"clothd bench — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} cores, "
           f"{platform.machine()}, {elapsed:.0f} s, load average before the run {LOAD_BEFORE}")
@@ -769,6 +806,8 @@ def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec
               f"2 workers {w['hash_w2']} (FNV-1a) -> {same}"
               + ("" if not w["unstable"] else "; WARNING: the instability guard fired"))
         print()
+    if split:
+        print_split(split, workers)
     if memory:
         m = memory
         print(f"3. Memory of a {m['width']}x{m['height']} cloth ({m['particles']} particles, "
@@ -785,7 +824,8 @@ def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec
     depth_rows = [r for key in ("substeps", "xpbd", "defaults", "sleep")
                   for r in (depth or {}).get(key, [])]
     self_rows = [r for key in ("self", "self_wide", "softbody") for r in (selfsec or {}).get(key, [])]
-    for row in (curtains + ([workers] if workers else []) + ([memory] if memory else [])
+    for row in (curtains + ([workers] if workers else []) + ([split] if split else [])
+                + ([memory] if memory else [])
                 + depth_rows + self_rows + ([small] if small else [])):
         print("BENCH " + json.dumps(row, separators=(",", ":")))
 
@@ -818,7 +858,7 @@ def main():
     LOAD_BEFORE = load_average()
     start = time.monotonic()
     engines = []
-    curtains, workers, memory, depth, selfsec, small = [], None, None, {}, {}, None
+    curtains, workers, memory, depth, selfsec, small, split = [], None, None, {}, {}, None, None
     others = {}  # section -> cores used by other processes meanwhile
     status = 0
     try:
@@ -866,6 +906,7 @@ def main():
         workers["attempts"] = [{k: a[k] for k in ("speedup", "w2_cores_used", "other_load_cores")}
                                for a in attempts]
         others["workers"] = workers["other_load_cores"]
+        split = run_split(clothd, args.samples, log)
         if scalar is not None:
             small = run_smallsteps(clothd, scalar, log)
             scalar.close()
@@ -888,7 +929,8 @@ def main():
             e.close()
     for c in curtains:
         c["other_load_cores"] = round_or_none(others.get("curtains"))
-    print_report(curtains, workers, memory, others, time.monotonic() - start, depth, selfsec, small)
+    print_report(curtains, workers, memory, others, time.monotonic() - start, depth, selfsec, small,
+                 split)
     if workers and not workers["identical"]:
         print("bench: FAIL: positions differ between 1 and 2 workers", file=sys.stderr)
     return status

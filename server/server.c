@@ -163,7 +163,13 @@ int cd_server_run(const cd_server_options *opts)
     server.flush_check.data = &server;
     uv_idle_init(&loop, &server.flush_idle);
     server.flush_idle.data = &server;
-    server.pool = cd_pool_create(opts->workers, opts->max_instances, notify_loop, &server);
+    /* Jobs in flight: one step per instance, and the other workers' helper
+     * jobs for each large one (stepper.c). */
+    uint64_t large = opts->max_total_particles / CD_TEAM_MIN_PARTICLES;
+    large = large < opts->max_instances ? large : opts->max_instances;
+    uint64_t capacity = opts->max_instances + large * (opts->workers - 1u);
+    capacity = capacity < (1u << 24) ? capacity : (1u << 24);
+    server.pool = cd_pool_create(opts->workers, (uint32_t)capacity, notify_loop, &server);
     int exit_code = 1;
     if (server.world == NULL || server.busy == NULL || server.pool == NULL) {
         fprintf(stderr, "clothd: out of memory or threads at start-up\n");

@@ -62,6 +62,9 @@ typedef struct cd_step_job {
     /* [quantize]: prepared by the loop thread, filled by the worker after
      * the step (when it moved); NULL when no subscriber wants that form. */
     cd_frame_buf *forms[2];
+    /* A helper job (after the batch's `count` step jobs): takes blocks of
+     * the step of `inst` that this ticket names (solver.h); 0: a step. */
+    uint64_t help_ticket;
 } cd_step_job;
 
 struct cd_batch {
@@ -72,7 +75,9 @@ struct cd_batch {
     char id_int[16]; /* id_text of an integer id (no allocation) */
     cd_batch *next;
     uint64_t started; /* uv_hrtime() at the start, for clothd_step_duration_seconds */
-    uint32_t count, pending;
+    uint32_t count;     /* instances: jobs[0, count) step them */
+    uint32_t job_count; /* with the helper jobs after them */
+    uint32_t pending;
     cd_step_job jobs[];
 };
 
@@ -86,6 +91,10 @@ static void run_step_job(cd_job *job)
 {
     cd_step_job *sj = (cd_step_job *)job;
     worker_batch = sj->batch;
+    if (sj->help_ticket != 0) {
+        cd_instance_help_step(sj->inst, sj->help_ticket);
+        return;
+    }
     sj->result = cd_instance_step(sj->inst, sj->dt, sj->global_wind);
     if (sj->result.unstable || sj->result.sleeping)
         return; /* nothing moved: no frame is sent */
@@ -136,11 +145,27 @@ static char *print_id(const cJSON *id, char small[16])
     return text;
 }
 
+/* A job of `batch` finished (or dropped) on the loop thread: no notify
+ * comes for it. Should it be the batch's last count, no worker wakes the
+ * loop for the jobs already done. */
+static void job_done_here(cd_server *server, cd_batch *batch)
+{
+    batch->pending--;
+    if (__atomic_sub_fetch(&batch->unnotified, 1, __ATOMIC_ACQ_REL) == 0 && batch->pending > 0)
+        uv_async_send(&server->wake);
+}
+
 cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt,
                                     const cd_id *ids, uint32_t count)
 {
     cd_server *server = conn->server;
-    cd_batch *batch = calloc(1, sizeof *batch + count * sizeof(cd_step_job));
+    /* A large instance's step is helped by the pool's other workers. */
+    const uint32_t helpers_each = cd_pool_workers(server->pool) - 1;
+    uint32_t helpers = 0;
+    for (uint32_t i = 0; i < count && helpers_each > 0; i++)
+        if (cd_instance_help_ticket(cd_world_get(server->world, ids[i])) != 0)
+            helpers += helpers_each;
+    cd_batch *batch = calloc(1, sizeof *batch + (count + helpers) * sizeof(cd_step_job));
     if (batch == NULL) {
         cd_error err;
         cd_fail(&err, CD_E_INTERNAL, "step: out of memory");
@@ -156,8 +181,9 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
         cd_conn_close(conn); /* out of memory, as for any reply */
         return CD_DISPATCH_DONE;
     }
-    batch->count = batch->pending = count;
-    __atomic_store_n(&batch->unnotified, count, __ATOMIC_RELAXED);
+    batch->count = count;
+    batch->job_count = batch->pending = count + helpers;
+    __atomic_store_n(&batch->unnotified, batch->job_count, __ATOMIC_RELAXED);
     batch->next = server->batches;
     server->batches = batch;
     conn->own_batch = batch;
@@ -178,18 +204,27 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
             work += step_work(sj->inst);
     }
     const bool inline_batch = work <= CD_INLINE_WORK;
+    uint32_t helper = count;
     for (uint32_t i = 0; i < count; i++) {
         cd_step_job *sj = &batch->jobs[i];
+        /* The ticket names the step about to start: read before the step
+         * job is queued (a worker may finish it at once). */
+        const uint64_t ticket = helpers > 0 ? cd_instance_help_ticket(sj->inst) : 0;
         /* Busy instances bound the jobs in flight by the pool's capacity;
          * should a submit still fail, the step runs here (same result). */
-        if (inline_batch || !cd_pool_submit(server->pool, &sj->job)) {
+        const bool pooled = !inline_batch && cd_pool_submit(server->pool, &sj->job);
+        /* Its helpers follow it in the queue: a worker free before the
+         * step ends joins it, a later one finds it over and returns. */
+        for (uint32_t h = 0; ticket != 0 && h < helpers_each; h++) {
+            cd_step_job *hj = &batch->jobs[helper++];
+            *hj = (cd_step_job){.job.run = run_step_job, .inst = sj->inst, .id = sj->id,
+                                .batch = batch, .help_ticket = ticket};
+            if (!pooled || !cd_pool_submit(server->pool, &hj->job))
+                job_done_here(server, batch); /* never run: the step needs no helper */
+        }
+        if (!pooled) {
             run_step_job(&sj->job);
-            batch->pending--;
-            /* No notify comes for this job. Should it be the batch's last
-             * count, no worker wakes the loop for the jobs already done. */
-            if (__atomic_sub_fetch(&batch->unnotified, 1, __ATOMIC_ACQ_REL) == 0 &&
-                batch->pending > 0)
-                uv_async_send(&server->wake);
+            job_done_here(server, batch);
         }
     }
     if (batch->pending == 0) {

@@ -131,8 +131,7 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
 {
     inst->particle_count = particles;
     inst->constraint_count = constraints;
-    /* One float of slack: the AVX2 kernel loads 16 bytes per particle. */
-    inst->pos = malloc(sizeof(float) * (3u * particles + 1u));
+    inst->pos = malloc(sizeof(float) * 3u * particles);
     inst->prev = malloc(sizeof(float) * 3u * particles);
     inst->inv_mass = malloc(sizeof(float) * particles);
     inst->own_inv_mass = malloc(sizeof(float) * particles);
@@ -143,7 +142,14 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
     if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
         !inst->tether_anchor || !inst->tether_length || !inst->constraints)
         return false;
-    inst->pos[3u * particles] = 0.0f;
+    if (particles >= CD_TEAM_MIN_PARTICLES) {
+        const uint32_t blocks = cd_particle_blocks(inst);
+        inst->team = cd_team_create();
+        inst->block_worst = malloc(sizeof(float) * blocks);
+        inst->block_bad = malloc(blocks);
+        if (!inst->team || !inst->block_worst || !inst->block_bad)
+            return false;
+    }
     for (uint32_t i = 0; i < particles; i++)
         inst->tether_anchor[i] = CD_NO_ANCHOR;
     return true;
@@ -177,5 +183,8 @@ void cd_instance_free(cd_instance *inst)
     free(inst->pairs);
     free(inst->pins);
     free(inst->colliders);
+    cd_team_free(inst->team);
+    free(inst->block_worst);
+    free(inst->block_bad);
     free(inst);
 }

@@ -68,7 +68,8 @@ static float penetration(const cd_collider *c, const contact_frame *f, float thi
     return f->reach - dist;
 }
 
-static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub)
+static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub,
+                        uint32_t begin, uint32_t end)
 {
     const float thickness = inst->def.thickness;
     contact_frame f;
@@ -80,7 +81,7 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
         f.half = 0.0f;
     const float coupled = c->coupling * inst->def.particle_mass / sub->h;
 
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
+    for (uint32_t i = begin; i < end; i++) {
         if (inst->inv_mass[i] == 0.0f)
             continue;
         float *p = &inst->pos[3 * i];
@@ -108,9 +109,32 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
     }
 }
 
-void cd_stage_collide(cd_instance *inst, const cd_substep *sub)
+/* A block: every collider, in slot order, over a range of particles (each
+ * particle meets the colliders in the same order as in one pass). */
+static void collide_block(cd_instance *inst, const void *ctx, uint32_t block)
 {
+    uint32_t begin, end;
+    cd_particle_block(inst, block, &begin, &end);
     for (uint32_t k = 0; k < inst->collider_slots; k++)
         if (inst->colliders[k].active)
-            collide_one(inst, &inst->colliders[k], sub);
+            collide_one(inst, &inst->colliders[k], ctx, begin, end);
+}
+
+void cd_stage_collide(cd_instance *inst, const cd_substep *sub)
+{
+    bool any = false, coupled = false;
+    for (uint32_t k = 0; k < inst->collider_slots; k++) {
+        any |= inst->colliders[k].active;
+        coupled |= inst->colliders[k].active && inst->colliders[k].coupling > 0.0f;
+    }
+    if (!any)
+        return;
+    if (coupled) {
+        /* Impulses are summed particle after particle: one pass, in order. */
+        for (uint32_t k = 0; k < inst->collider_slots; k++)
+            if (inst->colliders[k].active)
+                collide_one(inst, &inst->colliders[k], sub, 0, inst->particle_count);
+        return;
+    }
+    cd_team_run(inst, collide_block, sub, cd_particle_blocks(inst));
 }

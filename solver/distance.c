@@ -24,52 +24,45 @@
 #include "vec3.h"
 
 void cd_solve_seed_scalar(float *restrict pos, const float *restrict w,
-                          const cd_constraints *restrict c, uint32_t colour_begin,
-                          uint32_t colour_end, float k)
+                          const cd_constraints *restrict c, uint32_t begin, uint32_t end, float k)
 {
-    for (uint32_t col = colour_begin; col < colour_end; col++) {
-        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
-        for (uint32_t i = begin; i < end; i++) {
-            const uint32_t a = c->a[i], b = c->b[i];
-            const float wa = w[a], wb = w[b];
-            const float wsum = wa + wb;
-            if (wsum == 0.0f)
-                continue;
-            float *pa = &pos[3 * a], *pb = &pos[3 * b];
-            const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
-            const float d2 = dx * dx + dy * dy + dz * dz;
-            if (!(d2 > 1e-20f))
-                continue; /* coincident: no direction to correct along */
-            const float d = sqrtf(d2);
-            const float s = (d - c->rest[i]) / d * k / wsum;
-            cd_move_pair(pa, pb, dx, dy, dz, -s * wa, -s * wb);
-        }
+    for (uint32_t i = begin; i < end; i++) {
+        const uint32_t a = c->a[i], b = c->b[i];
+        const float wa = w[a], wb = w[b];
+        const float wsum = wa + wb;
+        if (wsum == 0.0f)
+            continue;
+        float *pa = &pos[3 * a], *pb = &pos[3 * b];
+        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        if (!(d2 > 1e-20f))
+            continue; /* coincident: no direction to correct along */
+        const float d = sqrtf(d2);
+        const float s = (d - c->rest[i]) / d * k / wsum;
+        cd_move_pair(pa, pb, dx, dy, dz, -s * wa, -s * wb);
     }
 }
 
 void cd_solve_xpbd_scalar(float *restrict pos, const float *restrict w,
-                          cd_constraints *restrict c, uint32_t colour_begin, uint32_t colour_end,
+                          cd_constraints *restrict c, uint32_t begin, uint32_t end,
                           float alpha_tilde)
 {
-    for (uint32_t col = colour_begin; col < colour_end; col++) {
-        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;
-        for (uint32_t i = begin; i < end; i++) {
-            const uint32_t a = c->a[i], b = c->b[i];
-            const float wa = w[a], wb = w[b];
-            const float denom = wa + wb + alpha_tilde;
-            if (denom == 0.0f)
-                continue;
-            float *pa = &pos[3 * a], *pb = &pos[3 * b];
-            const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
-            const float d2 = dx * dx + dy * dy + dz * dz;
-            if (!(d2 > 1e-20f))
-                continue;
-            const float d = sqrtf(d2);
-            const float dl = (c->rest[i] - d - alpha_tilde * c->lambda[i]) / denom;
-            c->lambda[i] += dl;
-            const float s = dl / d;
-            cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
-        }
+    for (uint32_t i = begin; i < end; i++) {
+        const uint32_t a = c->a[i], b = c->b[i];
+        const float wa = w[a], wb = w[b];
+        const float denom = wa + wb + alpha_tilde;
+        if (denom == 0.0f)
+            continue;
+        float *pa = &pos[3 * a], *pb = &pos[3 * b];
+        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        if (!(d2 > 1e-20f))
+            continue;
+        const float d = sqrtf(d2);
+        const float dl = (c->rest[i] - d - alpha_tilde * c->lambda[i]) / denom;
+        c->lambda[i] += dl;
+        const float s = dl / d;
+        cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
     }
 }
 
@@ -132,24 +125,63 @@ bool cd_solver_select_simd(const char *name)
 
 void cd_stage_reset_multipliers(cd_instance *inst)
 {
-    memset(inst->coloured.lambda, 0, sizeof(float) * inst->coloured.slots);
+    /* Only XPBD groups read their multipliers: the seed's solver (the
+     * bench's curtain) skips the memset, which is serial work on a large
+     * cloth that several threads step (0.4 MB on a 128 x 128 curtain). */
+    const cd_constraints *c = &inst->coloured;
+    for (int g = 0; g < CD_GROUP_COUNT; g++) {
+        const cd_group *group = &inst->groups[g];
+        if (group->compliance < 0.0f || group->colour_begin == group->colour_end)
+            continue;
+        const uint32_t begin = c->colours[group->colour_begin].begin;
+        const cd_colour *last = &c->colours[group->colour_end - 1];
+        memset(c->lambda + begin, 0, sizeof(float) * (last->begin + last->count - begin));
+    }
     for (uint32_t t = 0; t < inst->tet_count; t++)
         inst->tets[t].lambda = 0.0f;
+}
+
+/* One colour of one group, and the projection's parameter. */
+typedef struct colour_job {
+    const cd_simd_path *path;
+    const cd_colour *colour;
+    bool xpbd;
+    float param; /* k, or alpha~ */
+} colour_job;
+
+static void solve_slots(cd_instance *inst, const colour_job *job, uint32_t begin, uint32_t end)
+{
+    if (job->xpbd)
+        job->path->xpbd(inst->pos, inst->inv_mass, &inst->coloured, begin, end, job->param);
+    else
+        job->path->seed(inst->pos, inst->inv_mass, &inst->coloured, begin, end, job->param);
+}
+
+static void colour_block(cd_instance *inst, const void *ctx, uint32_t block)
+{
+    const colour_job *job = ctx;
+    const uint32_t begin = job->colour->begin + block * CD_TEAM_BLOCK;
+    const uint32_t end = job->colour->begin + job->colour->count;
+    solve_slots(inst, job, begin, begin + CD_TEAM_BLOCK < end ? begin + CD_TEAM_BLOCK : end);
 }
 
 void cd_stage_solve_distances(cd_instance *inst, float h)
 {
     const float inv_h2 = 1.0f / (h * h);
-    const cd_simd_path *path = inst->coloured.sequential ? &scalar_path : active_path;
+    /* A sequential run (soft bodies) is not a colour: one thread, in order. */
+    const bool sequential = inst->coloured.sequential;
+    colour_job job = {.path = sequential ? &scalar_path : active_path};
     for (int g = 0; g < CD_GROUP_COUNT; g++) {
         const cd_group *group = &inst->groups[g];
-        if (group->colour_begin == group->colour_end)
-            continue;
-        if (group->compliance < 0.0f)
-            path->seed(inst->pos, inst->inv_mass, &inst->coloured, group->colour_begin,
-                       group->colour_end, group->stiffness);
-        else
-            path->xpbd(inst->pos, inst->inv_mass, &inst->coloured, group->colour_begin,
-                       group->colour_end, group->compliance * inv_h2);
+        job.xpbd = group->compliance >= 0.0f;
+        job.param = job.xpbd ? group->compliance * inv_h2 : group->stiffness;
+        for (uint32_t col = group->colour_begin; col < group->colour_end; col++) {
+            job.colour = &inst->coloured.colours[col];
+            if (inst->team == NULL || sequential)
+                solve_slots(inst, &job, job.colour->begin, job.colour->begin + job.colour->count);
+            else
+                cd_team_run(inst, colour_block, &job,
+                            (job.colour->count + CD_TEAM_BLOCK - 1) / CD_TEAM_BLOCK);
+        }
     }
 }

@@ -76,13 +76,21 @@ AVX2 static inline bool is_run(__m256i idx, uint32_t first)
     return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(idx, want)) == 0xFFFFFFFFu;
 }
 
-/* x, y, z of 8 particles: one unaligned 16-byte load each (x y z and the
- * next particle's x, which is dropped; `pos` has one float of slack at the
- * end for the last particle), transposed 4 x 4 in each 128-bit half. */
+/* One particle's x y z and a zero: an 8-byte and a 4-byte load, exactly
+ * its 12 bytes. (One 16-byte load would also read the next particle's x,
+ * which another thread may be writing when a colour is split across
+ * threads: team.c. Unused, but a data race all the same.) */
+AVX2 static inline __m128 load_particle(const float *p)
+{
+    const __m128 xy = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)p);
+    return _mm_movelh_ps(xy, _mm_load_ss(p + 2));
+}
+
+/* x, y, z of 8 particles, transposed 4 x 4 in each 128-bit half. */
 AVX2 static inline void load_xyz(const float *pos, const uint32_t *idx, __m256 *x, __m256 *y,
                                  __m256 *z)
 {
-#define P(l) _mm_loadu_ps(pos + 3 * (size_t)idx[l])
+#define P(l) load_particle(pos + 3 * (size_t)idx[l])
     const __m256 r0 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(0)), P(4), 1);
     const __m256 r1 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(1)), P(5), 1);
     const __m256 r2 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(2)), P(6), 1);
@@ -240,45 +248,42 @@ AVX2 static inline scales xpbd_scales(const block *q, const float *rest, float *
  * chain on its own; written side by side, the two chains overlap. The two
  * blocks are of one colour, so no particle is in both: loading the second
  * before storing the first changes nothing. */
-#define CD_SOLVE_COLOURS(SCALES_OF)                                                           \
-    for (uint32_t col = colour_begin; col < colour_end; col++) {                              \
-        const uint32_t begin = c->colours[col].begin, end = begin + c->colours[col].count;    \
-        uint32_t i = begin;                                                                   \
-        for (; i + CD_LANES < end; i += 2 * CD_LANES) {                                       \
-            const uint32_t j = i + CD_LANES;                                                  \
-            block q0, q1;                                                                     \
-            gather_block(&q0, pos, w, c->a + i, c->b + i);                                    \
-            gather_block(&q1, pos, w, c->a + j, c->b + j);                                    \
-            const scales s0 = SCALES_OF(q0, i), s1 = SCALES_OF(q1, j);                        \
-            store_block(&q0, pos, c->a + i, c->b + i, s0.sa, s0.sb, s0.valid, CD_LANES);      \
-            store_block(&q1, pos, c->a + j, c->b + j, s1.sa, s1.sb, s1.valid,                 \
-                        end - j < CD_LANES ? end - j : CD_LANES);                             \
-        }                                                                                     \
-        if (i < end) {                                                                        \
-            block q;                                                                          \
-            gather_block(&q, pos, w, c->a + i, c->b + i);                                     \
-            const scales s = SCALES_OF(q, i);                                                 \
-            store_block(&q, pos, c->a + i, c->b + i, s.sa, s.sb, s.valid, end - i);           \
-        }                                                                                     \
+#define CD_SOLVE_RANGE(SCALES_OF)                                                             \
+    uint32_t i = begin;                                                                       \
+    for (; i + CD_LANES < end; i += 2 * CD_LANES) {                                           \
+        const uint32_t j = i + CD_LANES;                                                      \
+        block q0, q1;                                                                         \
+        gather_block(&q0, pos, w, c->a + i, c->b + i);                                        \
+        gather_block(&q1, pos, w, c->a + j, c->b + j);                                        \
+        const scales s0 = SCALES_OF(q0, i), s1 = SCALES_OF(q1, j);                            \
+        store_block(&q0, pos, c->a + i, c->b + i, s0.sa, s0.sb, s0.valid, CD_LANES);          \
+        store_block(&q1, pos, c->a + j, c->b + j, s1.sa, s1.sb, s1.valid,                     \
+                    end - j < CD_LANES ? end - j : CD_LANES);                                 \
+    }                                                                                         \
+    if (i < end) {                                                                            \
+        block q;                                                                              \
+        gather_block(&q, pos, w, c->a + i, c->b + i);                                         \
+        const scales s = SCALES_OF(q, i);                                                     \
+        store_block(&q, pos, c->a + i, c->b + i, s.sa, s.sb, s.valid, end - i);               \
     }
 
 AVX2 void cd_solve_seed_avx2(float *restrict pos, const float *restrict w,
-                             const cd_constraints *restrict c, uint32_t colour_begin,
-                             uint32_t colour_end, float k)
+                             const cd_constraints *restrict c, uint32_t begin, uint32_t end,
+                             float k)
 {
     const __m256 vk = _mm256_set1_ps(k);
 #define SEED(q, i) seed_scales(&(q), c->rest + (i), vk)
-    CD_SOLVE_COLOURS(SEED)
+    CD_SOLVE_RANGE(SEED)
 #undef SEED
 }
 
 AVX2 void cd_solve_xpbd_avx2(float *restrict pos, const float *restrict w,
-                             cd_constraints *restrict c, uint32_t colour_begin,
-                             uint32_t colour_end, float alpha_tilde)
+                             cd_constraints *restrict c, uint32_t begin, uint32_t end,
+                             float alpha_tilde)
 {
     const __m256 alpha = _mm256_set1_ps(alpha_tilde);
 #define XPBD(q, i) xpbd_scales(&(q), c->rest + (i), c->lambda + (i), alpha)
-    CD_SOLVE_COLOURS(XPBD)
+    CD_SOLVE_RANGE(XPBD)
 #undef XPBD
 }
 

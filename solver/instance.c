@@ -92,9 +92,9 @@ bool cd_instance_enabled(const cd_instance *inst)
 size_t cd_instance_memory(const cd_instance *inst)
 {
     size_t n = inst->particle_count;
-    /* pos (and its float of slack), prev; inv_mass, own_inv_mass, tether
-     * length; tether anchor; pinned */
-    return sizeof *inst + sizeof(float) +
+    /* pos, prev; inv_mass, own_inv_mass, tether length; tether anchor;
+     * pinned */
+    return sizeof *inst +
            n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->coloured.slots * (2 * sizeof(uint32_t) + 2 * sizeof(float)) +
            (size_t)inst->coloured.colour_count * sizeof(cd_colour) +
@@ -102,7 +102,8 @@ size_t cd_instance_memory(const cd_instance *inst)
            (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +
            cd_self_collision_memory(inst) +
            (size_t)inst->pin_cap * sizeof(cd_pin) +
-           (size_t)inst->collider_slots * sizeof(cd_collider);
+           (size_t)inst->collider_slots * sizeof(cd_collider) +
+           (inst->team ? cd_team_memory() + cd_particle_blocks(inst) * (sizeof(float) + 1) : 0);
 }
 
 float cd_instance_max_structural_strain(const cd_instance *inst)

@@ -23,9 +23,9 @@ void cd_stage_prime_verlet(cd_instance *inst, cd_vec3 accel, float h)
 
 /* Self-collision's velocity cap: no particle moves more than `limit` in a
  * substep, so none can pass through another between two checks. */
-static void cap_velocity(cd_instance *inst, float limit)
+static void cap_velocity(cd_instance *inst, float limit, uint32_t begin, uint32_t end)
 {
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
+    for (uint32_t i = begin; i < end; i++) {
         float *p = &inst->pos[3 * i];
         const float *q = &inst->prev[3 * i];
         const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
@@ -39,15 +39,18 @@ static void cap_velocity(cd_instance *inst, float limit)
     }
 }
 
-void cd_stage_integrate(cd_instance *inst, const cd_substep *sub)
+static void integrate_block(cd_instance *inst, const void *ctx, uint32_t block)
 {
+    const cd_substep *sub = ctx;
     const float keep = sub->keep;
     const float h2 = sub->h * sub->h;
     const float ax = sub->accel.x * h2, ay = sub->accel.y * h2, az = sub->accel.z * h2;
     float *restrict pos = inst->pos;
     float *restrict prev = inst->prev;
     const float *restrict w = inst->inv_mass;
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
+    uint32_t begin, end;
+    cd_particle_block(inst, block, &begin, &end);
+    for (uint32_t i = begin; i < end; i++) {
         if (w[i] == 0.0f)
             continue;
         float *p = &pos[3 * i], *q = &prev[3 * i];
@@ -60,5 +63,10 @@ void cd_stage_integrate(cd_instance *inst, const cd_substep *sub)
         q[2] = z;
     }
     if (inst->def.self_distance > 0.0f)
-        cap_velocity(inst, 0.5f * inst->def.self_distance);
+        cap_velocity(inst, 0.5f * inst->def.self_distance, begin, end);
+}
+
+void cd_stage_integrate(cd_instance *inst, const cd_substep *sub)
+{
+    cd_team_run(inst, integrate_block, sub, cd_particle_blocks(inst));
 }

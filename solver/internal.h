@@ -111,6 +111,35 @@ typedef struct cd_transform {
     cd_quat rotation;
 } cd_transform;
 
+/* Several threads on one large instance's step (team.c). An instance of
+ * at least CD_TEAM_MIN_PARTICLES has a team; its parallel stages run in
+ * blocks of CD_TEAM_BLOCK particles or constraint slots that any thread
+ * present may claim. 4,096 particles (a 64 x 64 cloth, ~1 ms a step with
+ * AVX2) is where a second thread's gain clearly outweighs a few hundred
+ * stage hand-offs per step; 512-item blocks give a 128 x 128 cloth 32
+ * particle blocks and ~16 per colour, enough to balance 2-4 threads. */
+#define CD_TEAM_BLOCK 512u
+_Static_assert(CD_TEAM_BLOCK % (2 * CD_LANES) == 0, "blocks keep the kernel's lane pairs");
+typedef struct cd_team cd_team;
+/* Runs block `block` of a stage. */
+typedef void cd_block_fn(cd_instance *inst, const void *ctx, uint32_t block);
+cd_team *cd_team_create(void);
+void cd_team_free(cd_team *team); /* NULL is fine */
+size_t cd_team_memory(void);
+/* Runs blocks 0..blocks-1 of fn: with the instance's team, by whichever
+ * threads are present (the caller included) and returns when all are done;
+ * without one, in order on the caller. No two blocks may touch one
+ * particle. */
+void cd_team_run(cd_instance *inst, cd_block_fn *fn, const void *ctx, uint32_t blocks);
+uint64_t cd_team_ticket(const cd_team *team);
+void cd_team_step_done(cd_team *team);
+/* Returns how many blocks this helper ran. */
+uint64_t cd_team_help(cd_team *team, cd_instance *inst, uint64_t ticket);
+/* Particle blocks: how many, and the range of one. */
+static inline uint32_t cd_particle_blocks(const cd_instance *inst);
+static inline void cd_particle_block(const cd_instance *inst, uint32_t block, uint32_t *begin,
+                                     uint32_t *end);
+
 struct cd_instance {
     cd_id id;
     cd_instance_type type;
@@ -130,6 +159,9 @@ struct cd_instance {
     uint32_t constraint_count;
     cd_group groups[CD_GROUP_COUNT];
     cd_constraints coloured;  /* what the step solves */
+    cd_team *team;            /* NULL below CD_TEAM_MIN_PARTICLES */
+    float *block_worst;       /* with a team: the guard's per-block results */
+    uint8_t *block_bad;
 
     /* Soft bodies: the creation positions (cloth: NULL, the grid is
      * implicit), the volume constraints and the surface triangles. */
@@ -211,14 +243,15 @@ void cd_stage_solve_distances(cd_instance *inst, float h);
  * shares a particle with it), fills `coloured` and frees `constraints`;
  * false on out of memory. Run again whenever the constraint set changes. */
 bool cd_colour_constraints(cd_instance *inst);
-/* The distance kernels over colours [colour_begin, colour_end): the seed's
- * projection with stiffness k, or XPBD with alpha~ = compliance / h^2. The
- * scalar ones are the reference; the AVX2 ones (distance_avx2.c) project 8
- * constraints of a colour at a time, bit-identically. */
+/* The distance kernels over slots [begin, end) of one colour (end: the
+ * colour's last real slot at most): the seed's projection with stiffness
+ * k, or XPBD with alpha~ = compliance / h^2. The scalar ones are the
+ * reference; the AVX2 ones (distance_avx2.c) project 8 constraints at a
+ * time, bit-identically. */
 typedef void cd_seed_kernel(float *pos, const float *inv_mass, const cd_constraints *c,
-                            uint32_t colour_begin, uint32_t colour_end, float k);
+                            uint32_t begin, uint32_t end, float k);
 typedef void cd_xpbd_kernel(float *pos, const float *inv_mass, cd_constraints *c,
-                            uint32_t colour_begin, uint32_t colour_end, float alpha_tilde);
+                            uint32_t begin, uint32_t end, float alpha_tilde);
 cd_seed_kernel cd_solve_seed_scalar;
 cd_xpbd_kernel cd_solve_xpbd_scalar;
 #if defined(__x86_64__) || defined(__i386__)
@@ -240,7 +273,7 @@ void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);
 void cd_stage_finish_colliders(cd_instance *inst);
-bool cd_stage_guard_ok(const cd_instance *inst, float *max_speed);
+bool cd_stage_guard_ok(cd_instance *inst, float *max_speed);
 void cd_stage_guard_restore(cd_instance *inst);
 
 /* Builds a cloth grid into a zeroed instance; false on out of memory. */
@@ -273,5 +306,19 @@ cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local);
 bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constraints);
 /* Frees what an instance owns, then the instance. NULL is fine. */
 void cd_instance_free(cd_instance *inst);
+
+
+static inline uint32_t cd_particle_blocks(const cd_instance *inst)
+{
+    return (inst->particle_count + CD_TEAM_BLOCK - 1) / CD_TEAM_BLOCK;
+}
+
+static inline void cd_particle_block(const cd_instance *inst, uint32_t block, uint32_t *begin,
+                                     uint32_t *end)
+{
+    *begin = block * CD_TEAM_BLOCK;
+    *end = *begin + CD_TEAM_BLOCK < inst->particle_count ? *begin + CD_TEAM_BLOCK
+                                                          : inst->particle_count;
+}
 
 #endif

@@ -254,19 +254,20 @@ void cd_rebuild_tethers(cd_instance *inst)
     }
 }
 
-void cd_stage_solve_tethers(cd_instance *inst)
+static void tether_block(cd_instance *inst, const void *ctx, uint32_t block)
 {
-    if (!inst->def.tethers || inst->pin_count == 0)
-        return;
+    (void)ctx;
     float *restrict pos = inst->pos;
     const uint32_t *restrict anchor = inst->tether_anchor;
     const float *restrict length = inst->tether_length;
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
+    uint32_t begin, end;
+    cd_particle_block(inst, block, &begin, &end);
+    for (uint32_t i = begin; i < end; i++) {
         const uint32_t a = anchor[i];
         if (a == CD_NO_ANCHOR)
             continue;
         float *p = &pos[3 * i];
-        const float *q = &pos[3 * a];
+        const float *q = &pos[3 * a]; /* a pinned particle: no block moves it */
         const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
         const float d2 = dx * dx + dy * dy + dz * dz;
         const float limit = length[i];
@@ -277,4 +278,11 @@ void cd_stage_solve_tethers(cd_instance *inst)
         p[1] = q[1] + dy * s;
         p[2] = q[2] + dz * s;
     }
+}
+
+void cd_stage_solve_tethers(cd_instance *inst)
+{
+    if (!inst->def.tethers || inst->pin_count == 0)
+        return;
+    cd_team_run(inst, tether_block, NULL, cd_particle_blocks(inst));
 }

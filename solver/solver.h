@@ -395,6 +395,20 @@ uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_coll
  * threads at once. */
 cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind);
 
+/* Helping one large step (CD_TEAM_MIN_PARTICLES or more) from other threads.
+ * While cd_instance_step(inst) runs on one thread, any number of others may
+ * call cd_instance_help_step(inst, ticket) and take blocks of its parallel
+ * stages (integration, each colour of the distance solve, tethers,
+ * colliders, the guard); it returns once that step is over, at once if it
+ * already is. The positions are the same bits however many threads help,
+ * none included. The ticket names the next step: read it with
+ * cd_instance_help_ticket before that step starts (0: the instance takes no
+ * help, a helper returns at once). The instance must stay alive until every
+ * helper has returned. Returns how many blocks the helper ran. */
+#define CD_TEAM_MIN_PARTICLES 4096u /* the smallest instance that takes help */
+uint64_t cd_instance_help_ticket(const cd_instance *inst);
+uint64_t cd_instance_help_step(cd_instance *inst, uint64_t ticket);
+
 /* The distance solve's instruction set for this process: "avx2" (8
  * constraints of a colour at a time) or "scalar" (the reference). Chosen
  * once at start-up from the CPU; the environment variable

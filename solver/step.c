@@ -76,7 +76,7 @@ static void update_sleep(cd_instance *inst, float dt, float max_speed)
         inst->sleeping = true;
 }
 
-cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind)
+static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind)
 {
     cd_step_result result = {.unstable = false, .sleeping = false};
     if (!inst->enabled || !(dt > 0.0f && dt <= 1.0f) || !cd_vec3_is_valid(global_wind))
@@ -155,19 +155,65 @@ cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind
     return result;
 }
 
-bool cd_stage_guard_ok(const cd_instance *inst, float *max_step)
+cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind)
+{
+    const cd_step_result result = step_once(inst, dt, global_wind);
+    cd_team_step_done(inst->team); /* helpers of this step may leave */
+    return result;
+}
+
+uint64_t cd_instance_help_ticket(const cd_instance *inst)
+{
+    return cd_team_ticket(inst->team);
+}
+
+uint64_t cd_instance_help_step(cd_instance *inst, uint64_t ticket)
+{
+    return inst->team != NULL && ticket != 0 ? cd_team_help(inst->team, inst, ticket) : 0;
+}
+
+/* The guard over particles [begin, end): the largest squared move, and
+ * whether some particle left the world (NaN counts: it fails <=). */
+static float guard_range(const cd_instance *inst, uint32_t begin, uint32_t end, uint8_t *bad_out)
 {
     const float *p = inst->pos, *q = inst->prev;
-    const uint32_t n = inst->particle_count;
     /* Branch-free scan; NaN fails the comparison and so counts as bad. */
     uint32_t bad = 0;
     float worst = 0.0f;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = begin; i < end; i++) {
         const float x = p[3 * i], y = p[3 * i + 1], z = p[3 * i + 2];
         bad |= !(fabsf(x) <= CD_WORLD_EXTENT) | !(fabsf(y) <= CD_WORLD_EXTENT) |
                !(fabsf(z) <= CD_WORLD_EXTENT);
         const float dx = x - q[3 * i], dy = y - q[3 * i + 1], dz = z - q[3 * i + 2];
         worst = fmaxf(worst, dx * dx + dy * dy + dz * dz);
+    }
+    *bad_out = bad != 0;
+    return worst;
+}
+
+static void guard_block(cd_instance *inst, const void *ctx, uint32_t block)
+{
+    (void)ctx;
+    uint32_t begin, end;
+    cd_particle_block(inst, block, &begin, &end);
+    inst->block_worst[block] = guard_range(inst, begin, end, &inst->block_bad[block]);
+}
+
+bool cd_stage_guard_ok(cd_instance *inst, float *max_step)
+{
+    uint8_t bad = 0;
+    float worst = 0.0f;
+    if (inst->team == NULL) {
+        worst = guard_range(inst, 0, inst->particle_count, &bad);
+    } else {
+        /* fmaxf ignores NaN and is exact: the blocks' maximum is the
+         * maximum of one pass, whatever the blocks. */
+        const uint32_t blocks = cd_particle_blocks(inst);
+        cd_team_run(inst, guard_block, NULL, blocks);
+        for (uint32_t b = 0; b < blocks; b++) {
+            worst = fmaxf(worst, inst->block_worst[b]);
+            bad |= inst->block_bad[b];
+        }
     }
     *max_step = sqrtf(worst); /* the largest move over the last substep */
     return bad == 0;

@@ -214,3 +214,64 @@ Test(no_alloc, pooled_steps_allocate_nothing)
     cd_pool_destroy(pool);
     cd_world_destroy(s.world);
 }
+
+/* A large curtain (over CD_TEAM_MIN_PARTICLES) stepped by its leader and a
+ * helper on two workers: the team's stages allocate nothing either. */
+typedef struct help_job {
+    cd_job job;
+    cd_instance *inst;
+    uint64_t ticket;
+    uint64_t helped;
+} help_job;
+
+static void help_run(cd_job *job)
+{
+    help_job *hj = (help_job *)job;
+    hj->helped += cd_instance_help_step(hj->inst, hj->ticket);
+}
+
+typedef struct helped_batch {
+    cd_pool *pool;
+    step_job *step;
+    help_job *help;
+} helped_batch;
+
+static void run_helped(void *arg)
+{
+    helped_batch *b = arg;
+    b->help->ticket = cd_instance_help_ticket(b->step->inst);
+    cd_job *list[2] = {&b->step->job, &b->help->job};
+    cd_pool_run_batch(b->pool, list, 2);
+}
+
+Test(no_alloc, helped_steps_of_a_large_cloth_allocate_nothing)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def d = cd_default_cloth_def();
+    d.width = d.height = 72;
+    d.spacing = 0.02f;
+    d.lift = 0.4f;
+    d.sleep_threshold = 0.0f;
+    cd_instance *inst = fx_cloth(world, &d);
+    for (uint32_t x = 0; x < 72; x += 8)
+        cr_assert_eq(cd_instance_pin(inst, x, NULL), CD_OK);
+    cd_collider_def c = cd_default_collider_def(CD_COLLIDER_SPHERE);
+    c.position = fx_v3(0.7f, -0.6f, 0.2f);
+    c.radius = 0.3f;
+    c.friction = 0.3f;
+    cd_id id;
+    cr_assert_eq(cd_instance_add_collider(inst, &c, &id), CD_OK);
+    cd_instance_set_wind(inst, fx_v3(2, 0, 1));
+    cd_pool *pool = cd_pool_create(2, 4, NULL, NULL);
+    cr_assert_not_null(pool);
+    step_job step = {.job = {.run = step_run}, .inst = inst};
+    help_job help = {.job = {.run = help_run}, .inst = inst};
+    helped_batch b = {.pool = pool, .step = &step, .help = &help};
+    long total = 0;
+    for (int s = 0; s < STEPS / 2; s++)
+        total += counted(run_helped, &b);
+    cr_assert_eq(total, 0, "%ld allocations in %d helped steps", total, STEPS / 2);
+    cr_assert_gt(help.helped, 0u, "the helper ran no block");
+    cd_pool_destroy(pool);
+    cd_world_destroy(world);
+}

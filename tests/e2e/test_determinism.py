@@ -1,4 +1,6 @@
-"""The same script gives bit-identical results whatever the worker count."""
+"""The same script gives bit-identical results whatever the worker count,
+a large cloth (6,144 particles, stepped by several workers at once) among
+them."""
 
 import unittest
 
@@ -13,6 +15,8 @@ SPECS = [
     dict(width=5, height=5, spacing=0.2, mass=0.1, gravity=[0, -3, 1]),
     dict(width=20, height=8, spacing=0.1, stiffness=0.4, bend_stiffness=0.9, damping=0.1, right=[1, 1, 0],
          down=[0, 0, -1], origin=[0, 3, 0]),
+    # Over 4,096 particles: the other workers help its steps (solver/team.c).
+    dict(width=96, height=64, spacing=0.02, solver_iterations=6, origin=[-1, 2.5, 0.2]),
 ]
 
 
@@ -21,7 +25,7 @@ def run_script(srv):
     the get replies' positions."""
     with srv.client() as c:
         ids = [c.create_cloth(**spec) for spec in SPECS]
-        a, b, d, e, f, g = ids
+        a, b, d, e, f, g, h = ids
         c.pin(a, list(range(10)))
         c.pin(b, [0, 15], positions=[[0, 0.1, 0], [0.9, 0.1, 0]])
         c.pin(d, [y * 7 for y in range(20)])
@@ -34,6 +38,8 @@ def run_script(srv):
         c.add_collider(e, "plane", position=[0, 0, 0], normal=[0, 1, 0])
         c.add_collider(f, "capsule", position=[0.4, -0.5, 0], normal=[1, 0, 1], radius=0.15, height=1)
         c.add_collider(g, "plane", position=[0, 2, 0], normal=[0.2, 1, 0.1])
+        c.pin(h, list(range(0, 96, 6)))
+        c.add_collider(h, "sphere", position=[0, 1.8, 0.3], radius=0.4, friction=0.3)
         for i in range(100):
             if i == 30:
                 c.move_collider(e, sphere, position=[0.1, 0.4, 0.05])
@@ -49,6 +55,8 @@ def run_script(srv):
                 c.wind([0, 0, 0])
             if 85 <= i < 90:
                 c.step(1 / 120, instances=[a, b, d])
+            elif 90 <= i < 95:
+                c.step(1 / 60, instances=[h])  # alone: every worker on it
             else:
                 c.step(1 / 60)
         c.subscribe(instances=ids)
