@@ -24,6 +24,9 @@ C_CFLAGS    := $(C_WARN) -O2 -g -fPIC -fvisibility=hidden -I$(C_DIR)/include -MM
 C_TEST_CFLAGS := $(C_WARN) -Wno-format-extra-args -O1 -g -I$(C_DIR)/include -I$(C_DIR)/src -MMD -MP
 C_SAN       := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 CLOTHD_C_PREFIX ?= $(if $(PREFIX),$(PREFIX),/usr/local)
+# clothd.pc's libdir and includedir: the install rule's LIBDIR/INCLUDEDIR when
+# the top Makefile sets them (written relative to ${prefix} when under it).
+c_pc_dir = $(if $(1),$(patsubst $(CLOTHD_C_PREFIX)/%,$${prefix}/%,$(1)),$${prefix}/$(2))
 
 CLOTHD_C_LIBS    := $(C_OUT)/libclothd.a $(C_OUT)/libclothd.so.$(C_VERSION) $(C_OUT)/$(C_SONAME) \
                     $(C_OUT)/libclothd.so
@@ -79,7 +82,7 @@ Cflags: -I$${includedir}
 endef
 $(C_OUT)/clothd.pc: c-pc-always
 	@mkdir -p $(dir $@)
-	$(file >$@,$(call c_pc,$(CLOTHD_C_PREFIX),$${prefix}/lib,$${prefix}/include))
+	$(file >$@,$(call c_pc,$(CLOTHD_C_PREFIX),$(call c_pc_dir,$(LIBDIR),lib),$(call c_pc_dir,$(INCLUDEDIR),include)))
 	@echo "wrote $@ (prefix $(CLOTHD_C_PREFIX))"
 $(C_OUT)/clothd-uninstalled.pc: $(C_DIR)/client.mk
 	@mkdir -p $(dir $@)

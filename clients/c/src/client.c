@@ -67,11 +67,10 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
 
     char msg[300];
     if (!cdc_net_init(msg, sizeof msg)) {
-        free(c->host);
-        free(c->token);
-        free(c);
+        clothd_close(c);
         return cdc_fail(err, CLOTHD_E_IO, "%s", msg);
     }
+    c->net_ready = true;
     if (!cdc_net_resolve(c->host, c->port, c->addrs, CDC_MAX_ADDRS, &c->naddrs, msg, sizeof msg)) {
         clothd_close(c);
         return cdc_fail(err, CLOTHD_E_IO, "%s", msg);
@@ -113,7 +112,7 @@ void clothd_close(clothd_client *c)
         return;
     if (c->sock != CLOTHD_NO_SOCKET)
         cdc_net_close(c->sock);
-    if (c->naddrs > 0 || c->link != CDC_LINK_CLOSED || c->host != NULL)
+    if (c->net_ready)
         cdc_net_cleanup();
     cdc_buf_free(&c->in);
     cdc_buf_free(&c->out);

@@ -127,6 +127,7 @@ struct clothd_client {
     void *user;
 
     /* The connection. */
+    bool net_ready;        /* cdc_net_init done: cdc_net_cleanup at close */
     cdc_addr addrs[CDC_MAX_ADDRS];
     size_t naddrs, addr_next;
     clothd_socket sock;

@@ -38,6 +38,9 @@
  *     written in the C locale's format whatever setlocale() says (the
  *     decimal point is taken from localeconv(), like cJSON: do not change
  *     the locale on another thread during a call).
+ *   - Each declaration says "Thread: client" (the thread that uses that
+ *     client, one at a time) or "Thread: any" (no shared state), and what
+ *     it keeps or hands over ("Owns", "Copies", "Keeps").
  *   - No call ever raises SIGPIPE; no call blocks longer than the client's
  *     timeout (clothd_options.timeout_ms), except clothd_poll's own wait.
  */
@@ -99,9 +102,9 @@ typedef struct clothd_error {
     char message[512];   /* one line, NUL-terminated (cut at 511 bytes): "instance: no instance 7" */
 } clothd_error;
 
-/* The code's wire name ("not_found", "io", ...). Static storage; any thread. */
+/* The code's wire name ("not_found", "io", ...). Static storage. Thread: any. */
 CLOTHD_API const char *clothd_code_name(clothd_code code);
-/* The code of a wire name, CLOTHD_E_UNKNOWN when none. Any thread. */
+/* The code of a wire name, CLOTHD_E_UNKNOWN when none. Thread: any. */
 CLOTHD_API clothd_code clothd_code_from_name(const char *name);
 
 /* ---- ids and optional values -------------------------------------------- */
@@ -233,19 +236,21 @@ typedef struct clothd_options {
     void *user;               /* passed to both callbacks; not owned */
 } clothd_options;
 
-/* The zero value: every default above. */
+/* The zero value: every default above. Thread: any. */
 CLOTHD_API clothd_options clothd_options_default(void);
 
 /* Connects (resolving the host once), sends `auth` when there is a token,
  * and waits for its reply. On success *out owns a new client: free it with
  * clothd_close(). On failure *out is NULL (CLOTHD_E_IO: cannot connect,
  * CLOTHD_E_UNAUTHORIZED: token refused, CLOTHD_E_TIMEOUT, ...). `o` may be
- * NULL (all defaults); nothing of it is kept but copies. Any thread. */
+ * NULL (all defaults); nothing of it is kept but copies (host, token).
+ * Thread: any (the new client then belongs to one thread at a time). */
 CLOTHD_API clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_error *err);
 
 /* Closes the connection and frees the client, its kept replies and its
  * subscriptions list. Targets and callbacks' user data stay the caller's.
- * NULL is fine. Outstanding tickets die with it. */
+ * NULL is fine. Outstanding tickets die with it. Thread: client (never
+ * from a callback of the same client). */
 CLOTHD_API void clothd_close(clothd_client *c);
 
 typedef enum clothd_link {
@@ -254,8 +259,9 @@ typedef enum clothd_link {
     CLOTHD_LINK_CLOSED,       /* gone for good: every call fails with CLOTHD_E_CLOSED */
 } clothd_link;
 
+/* Whether the connection is up, being re-established, or gone. Thread: client. */
 CLOTHD_API clothd_link clothd_link_state(const clothd_client *c);
-/* The access the last `auth` granted on this connection. */
+/* The access the last `auth` granted on this connection. Thread: client. */
 CLOTHD_API clothd_access clothd_access_granted(const clothd_client *c);
 
 typedef struct clothd_client_stats {
@@ -267,6 +273,7 @@ typedef struct clothd_client_stats {
     uint64_t reconnects;    /* connections re-established */
     uint64_t async_errors;  /* error replies to requests sent without a ticket */
 } clothd_client_stats;
+/* The client's own counters (a copy). Thread: client. */
 CLOTHD_API clothd_client_stats clothd_get_client_stats(const clothd_client *c);
 
 /* ---- the game loop -------------------------------------------------------- */
@@ -281,13 +288,14 @@ typedef int clothd_socket;
 
 /* The connection's socket, for the game's own poll/select/epoll set, or
  * CLOTHD_NO_SOCKET while reconnecting. It changes on reconnect: ask again
- * each time the set is built. Read-only: never read, write or close it. */
+ * each time the set is built. Owned by the client: never read, write or
+ * close it. Thread: client. */
 CLOTHD_API clothd_socket clothd_fd(const clothd_client *c);
 
 #define CLOTHD_WANT_READ 1
 #define CLOTHD_WANT_WRITE 2
 /* What to wait for on clothd_fd(): always READ, and WRITE while requests
- * are queued that the socket did not take yet. */
+ * are queued that the socket did not take yet. Thread: client. */
 CLOTHD_API int clothd_wants(const clothd_client *c);
 
 /* Waits up to timeout_ms (0: not at all; < 0: until something arrives) for
@@ -295,10 +303,11 @@ CLOTHD_API int clothd_wants(const clothd_client *c);
  * frames go to targets and on_frame, events to on_event, replies are kept
  * for their tickets. Drives an automatic reconnect. *handled (may be NULL)
  * is the number of messages read. Returns CLOTHD_E_CLOSED once the
- * connection is gone for good, CLOTHD_E_PROTOCOL on a broken stream. */
+ * connection is gone for good, CLOTHD_E_PROTOCOL on a broken stream.
+ * Thread: client (not from its own callbacks). */
 CLOTHD_API clothd_code clothd_poll(clothd_client *c, int timeout_ms, int *handled, clothd_error *err);
 
-/* Writes everything queued, waiting up to the client's timeout. */
+/* Writes everything queued, waiting up to the client's timeout. Thread: client. */
 CLOTHD_API clothd_code clothd_flush(clothd_client *c, clothd_error *err);
 
 /* ---- pipelining ----------------------------------------------------------- */
@@ -311,7 +320,10 @@ CLOTHD_API clothd_code clothd_flush(clothd_client *c, clothd_error *err);
  * reply then counts in stats.async_errors and is kept for
  * clothd_take_async_error(). While automatic reconnect is re-establishing
  * the connection, clothd_send_X() fails at once with CLOTHD_E_CLOSED
- * (reconnecting = true); the blocking calls wait for the new connection. */
+ * (reconnecting = true); the blocking calls wait for the new connection.
+ * Thread: client for all of them; clothd_send_X may also be called from the
+ * client's own callbacks. A kept reply is owned by the client until its
+ * ticket is collected, discarded or the client closed. */
 
 /* True when the ticket's reply (or its failure) is there, so its
  * clothd_recv_X() will not wait. Reads nothing: pair it with clothd_poll. */
@@ -329,6 +341,9 @@ CLOTHD_API bool clothd_take_async_error(clothd_client *c, clothd_error *err);
 /* ---- commands --------------------------------------------------------------
  * For each: the blocking call, clothd_send_X (pipelined), and clothd_recv_X
  * when the reply has members (else clothd_recv). Out pointers may be NULL.
+ * Thread: client, every one. Options, strings and arrays passed in are read
+ * during the call and never kept. An out struct is zeroed first, so a
+ * failed call leaves it safe to free; what it owns is listed at its type.
  */
 
 /* Options of `create` (all but the layout) and of `set`. */
@@ -522,6 +537,7 @@ typedef struct clothd_step_result {
     clothd_impulse *impulses;
     size_t impulse_count;
 } clothd_step_result;
+/* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_step_result_free(clothd_step_result *r);
 
 /* `out` may be NULL (nothing allocated then). */
@@ -561,6 +577,7 @@ typedef struct clothd_instance_state {
     uint64_t self_searches, self_pairs, self_overflows;
     bool positions_owned_;         /* private */
 } clothd_instance_state;
+/* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_instance_state_free(clothd_instance_state *s);
 
 /* Where `get` writes positions: the caller's buffer of `capacity`
@@ -625,6 +642,7 @@ typedef struct clothd_status {
     bool debug;
     char *text;              /* the seed's "=== Cloth Simulation ===" block, NUL-terminated */
 } clothd_status;
+/* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_status_free(clothd_status *s);
 CLOTHD_API clothd_code clothd_get_status(clothd_client *c, clothd_status *out, clothd_error *err);
 CLOTHD_API clothd_code clothd_send_status(clothd_client *c, clothd_ticket *ticket, clothd_error *err);
@@ -678,6 +696,7 @@ typedef struct clothd_topology {
     float *uvs;               /* cloth: 2 per particle; soft body: NULL */
     size_t uv_count;          /* pairs */
 } clothd_topology;
+/* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_topology_free(clothd_topology *t);
 CLOTHD_API clothd_code clothd_get_topology(clothd_client *c, clothd_instance inst, clothd_topology *out,
                                            clothd_error *err);
@@ -756,7 +775,8 @@ CLOTHD_API clothd_code clothd_recv_json(clothd_client *c, clothd_ticket ticket, 
 /* Blocking clothd_send_json + clothd_recv_json. */
 CLOTHD_API clothd_code clothd_request_json(clothd_client *c, const char *cmd, const char *members,
                                            char **line, size_t *len, clothd_error *err);
-/* Frees what the library handed over (clothd_recv_json's line). NULL is fine. */
+/* Frees what the library handed over (clothd_recv_json's line). NULL is
+ * fine. Thread: any. */
 CLOTHD_API void clothd_free(void *p);
 
 /* ---- frames ---------------------------------------------------------------- */
@@ -779,19 +799,21 @@ typedef struct clothd_frame_target {
 
 /* Registers (or with t == NULL removes) the target of an instance's frames.
  * The client keeps the pointer, not a copy: *t must live until removed or
- * the client closed. It does not subscribe: call clothd_subscribe too. */
+ * the client closed. It does not subscribe: call clothd_subscribe too.
+ * Thread: client. */
 CLOTHD_API clothd_code clothd_set_frame_target(clothd_client *c, clothd_instance inst,
                                                clothd_frame_target *t, clothd_error *err);
 
 /* Checks one complete frame (magic, version, flags, length) of `size`
  * bytes and fills *out (positions NULL; payload points into `bytes`).
- * CLOTHD_E_PROTOCOL with the reason when it is not a valid frame. Any thread. */
+ * CLOTHD_E_PROTOCOL with the reason when it is not a valid frame. Keeps
+ * nothing. Thread: any. */
 CLOTHD_API clothd_code clothd_frame_parse(const void *bytes, size_t size, clothd_frame *out,
                                           clothd_error *err);
 /* Decodes a parsed frame's positions into `out` (3*capacity floats,
  * caller-owned): plain frames are copied, quantized ones computed in
  * float64 and rounded to float32 as PROTOCOL.md says. CLOTHD_E_USAGE when
- * capacity < count. Any thread. */
+ * capacity < count. Thread: any. */
 CLOTHD_API clothd_code clothd_frame_decode(const clothd_frame *f, float *out, size_t capacity,
                                            clothd_error *err);
 
