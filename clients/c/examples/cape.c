@@ -234,8 +234,11 @@ int main(int argc, char **argv)
            SPACING * (ROWS - 1));
     printf("closest to the body's axis: %.3f m (radius %.2f); particle-ticks inside the body: %d\n", min_axis,
            BODY_RADIUS, inside);
-    printf("requests: %llu, replies: %llu, bytes in: %llu\n", (unsigned long long)st.requests,
-           (unsigned long long)st.replies, (unsigned long long)st.bytes_in);
+    printf("requests: %llu, replies: %llu, bytes in: %llu, errors of ticketless requests: %llu\n",
+           (unsigned long long)st.requests, (unsigned long long)st.replies, (unsigned long long)st.bytes_in,
+           (unsigned long long)st.async_errors);
+    while (clothd_take_async_error(c, &err))
+        fprintf(stderr, "cape: a queued request failed: %s: %s\n", clothd_code_name(err.code), err.message);
     clothd_destroy(c, cape, NULL);
     clothd_close(c);
     return 0;

@@ -91,7 +91,7 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     }
     if (c->link == CDC_LINK_CLOSED) {
         clothd_code code = c->close_code ? c->close_code : CLOTHD_E_CLOSED;
-        if (code == CLOTHD_E_UNAUTHORIZED || code == CLOTHD_E_IO)
+        if (code <= CLOTHD_WIRE_CODE_COUNT || code == CLOTHD_E_IO) /* the server's answer, or no server */
             rc = cdc_fail(err, code, "%s", c->close_reason);
         else
             rc = cdc_closed_error(c, err);

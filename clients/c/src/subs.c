@@ -141,8 +141,9 @@ void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const c
             c->access = cdc_jstr_eq(d, access, "readonly") ? CLOTHD_ACCESS_READONLY : CLOTHD_ACCESS_FULL;
             return;
         }
-        /* A refused token is refused again on every retry: give up. */
-        cdc_drop(c, er.code, true, "auth refused: %s: %s", er.wire_code, er.message);
+        /* A refused token is refused again on every retry: give up. (The
+         * connection limit's error, which has no id, lands here too.) */
+        cdc_drop(c, er.code, true, "the server refused the connection: %s: %s", er.wire_code, er.message);
         return;
     }
     if (ok)

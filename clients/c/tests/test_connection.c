@@ -119,6 +119,41 @@ static void a_silent_server_should_time_out(void)
     ct_fake_stop(f);
 }
 
+static void the_connection_limit_should_say_why_it_closed(void)
+{
+    char token_file[512];
+    REQUIRE(ct_write_temp("limit-test-token-0123456789", token_file, sizeof token_file));
+    const char *args[] = {"--max-connections", "1", "--token-file", token_file, NULL};
+    ct_server s;
+    REQUIRE(ct_server_start(&s, args, 0));
+    clothd_client *first = ct_connect(s.port, "limit-test-token-0123456789");
+    clothd_options o = clothd_options_default();
+    o.port = s.port;
+    clothd_client *second = NULL;
+    clothd_error err;
+    /* Without a token, connecting needs no round trip: the first call gets
+     * the server's answer (an error without id goes to the oldest request),
+     * the next one the closed connection with that reason. */
+    CHECK(clothd_connect(&o, &second, &err) == CLOTHD_OK);
+    clothd_code rc = clothd_ping(second, &err);
+    CHECK(rc == CLOTHD_E_LIMIT_EXCEEDED && strstr(err.message, "connections: at most 1 at once"), "%s: %s",
+          clothd_code_name(rc), err.message);
+    rc = clothd_ping(second, &err);
+    CHECK(rc == CLOTHD_E_CLOSED && strstr(err.message, "closed"), "%s: %s", clothd_code_name(rc), err.message);
+    CHECK(clothd_link_state(second) == CLOTHD_LINK_CLOSED);
+    clothd_close(second);
+    /* With one, clothd_connect itself reports the server's answer. */
+    o.token = "limit-test-token-0123456789";
+    second = NULL;
+    CHECK(clothd_connect(&o, &second, &err) == CLOTHD_E_LIMIT_EXCEEDED && second == NULL &&
+              strstr(err.message, "at most 1 at once"),
+          "%s: %s", clothd_code_name(err.code), err.message);
+    CHECK(first != NULL && clothd_ping(first, &err) == CLOTHD_OK, "the first connection is untouched");
+    clothd_close(first);
+    CHECK(ct_server_stop(&s) == 0);
+    remove(token_file);
+}
+
 typedef struct watch {
     int frames;
     bool quantized;
@@ -228,6 +263,7 @@ const ct_test ct_connection_tests[] = {
     {"connection: a server killed mid-request fails every request at once", a_server_killed_mid_request_should_fail_every_request, 0},
     {"connection: a broken server gives a clear error", a_broken_server_should_give_a_clear_error, 0},
     {"connection: a silent server times out", a_silent_server_should_time_out, 0},
+    {"connection: the connection limit says why it closed", the_connection_limit_should_say_why_it_closed, 0},
     {"connection: reconnect restores auth and subscriptions", a_reconnect_should_restore_auth_and_subscriptions, 30},
     {NULL, NULL, 0},
 };

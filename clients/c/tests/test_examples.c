@@ -50,6 +50,7 @@ static void check_cape(const char *bin, const char *flags, int ticks_wanted)
     CHECK(low > 0.55f && low < 1.0f, "it hangs from the shoulders (1.45) about its length (0.75): lowest %.3f",
           (double)low);
     CHECK(inside == 0 && closest >= radius - 0.02f, "it never enters the body: closest %.3f", (double)closest);
+    CHECK(strstr(out, "errors of ticketless requests: 0\n") != NULL, "every queued move was accepted");
     const char *trails = line_with(out, "cape trails");
     printf("     %.*s\n", (int)strcspn(trails, "\n"), trails);
 }

@@ -42,7 +42,8 @@
  *     client, one at a time) or "Thread: any" (no shared state), and what
  *     it keeps or hands over ("Owns", "Copies", "Keeps").
  *   - No call ever raises SIGPIPE; no call blocks longer than the client's
- *     timeout (clothd_options.timeout_ms), except clothd_poll's own wait.
+ *     timeout (clothd_options.timeout_ms), except clothd_poll's own wait
+ *     and the host name lookup in clothd_connect (the system resolver's).
  */
 #ifndef CLOTHD_CLIENT_H
 #define CLOTHD_CLIENT_H
