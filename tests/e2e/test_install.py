@@ -62,8 +62,9 @@ def start(cmd, env=None):
     if not m:
         proc.kill()
         raise AssertionError(f"no banner: {banner!r} {proc.stderr.read()!r}")
-    line = proc.stdout.readline()
-    h = re.search(r"http://[0-9.]+:(\d+) ", line)
+    h = None
+    if "--health-port" in cmd or "--metrics-port" in cmd:
+        h = re.search(r"http://[0-9.]+:(\d+) ", proc.stdout.readline())
     return proc, int(m.group(1)), int(h.group(1)) if h else None
 
 
@@ -139,6 +140,49 @@ class InstallTest(unittest.TestCase):
             code, err = stop(proc)
         self.assertEqual(code, 0, err)
         self.assertIn(" info stop signal=SIGTERM", err)
+
+    def test_a_c_program_builds_against_the_installed_clothd_pc_and_runs(self):
+        if not has_c_client():
+            self.skipTest("no clients/c/client.mk: libclothd is not installed")
+        src = os.path.join(self.tmp, "ping.c")
+        with open(src, "w") as f:
+            f.write("""#include <stdio.h>
+#include <stdlib.h>
+#include <clothd/client.h>
+
+int main(int argc, char **argv)
+{
+    clothd_options o = clothd_options_default();
+    o.port = (uint16_t)atoi(argv[1]);
+    clothd_client *c = NULL;
+    clothd_error err;
+    if (clothd_connect(&o, &c, &err) != CLOTHD_OK || clothd_ping(c, &err) != CLOTHD_OK) {
+        fprintf(stderr, "%s\\n", err.message);
+        return 1;
+    }
+    puts("pong");
+    clothd_close(c);
+    return 0;
+}
+""")
+        libdir = os.path.join(self.prefix, "lib")
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(libdir, "pkgconfig"))
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "clothd"], capture_output=True, text=True,
+                               env=env, timeout=30)
+        self.assertEqual(flags.returncode, 0, flags.stderr)
+        self.assertIn(f"-I{self.prefix}/include", flags.stdout)
+        exe = os.path.join(self.tmp, "ping")
+        out = subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", src, "-o", exe, *flags.stdout.split()],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        proc, port, _ = start([os.path.join(self.prefix, "bin", "clothd"), "--port", "0", "--workers", "2"])
+        try:
+            run = subprocess.run([exe, str(port)], capture_output=True, text=True, timeout=30,
+                                 env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+        finally:
+            code, err = stop(proc)
+        self.assertEqual((run.returncode, run.stdout), (0, "pong\n"), run.stderr)
+        self.assertEqual(code, 0, err)
 
     def test_man_pages_render_and_name_every_flag_and_command(self):
         man1 = os.path.join(self.prefix, "share", "man", "man1")
