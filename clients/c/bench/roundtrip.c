@@ -1,7 +1,8 @@
 /* The C client's cost of one `step` round trip: one tiny instance (2 x 2),
  * N blocking clothd_step calls one after another (each waits for its
  * reply), then the same N pipelined (all sent, then all collected).
- * Prints one line per mode in microseconds per step; roundtrip.py runs it
+ * Prints one line per mode in microseconds per step (and the client's own
+ * CPU time per blocking step, from getrusage); roundtrip.py runs it
  * beside the Python client against the same server.
  *
  *   roundtrip --port P [--steps N] */
@@ -10,9 +11,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <clothd/client.h>
+
+/* This process's CPU time (user + system), seconds. */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
 
 static double now_s(void)
 {
@@ -47,7 +58,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 50; i++) /* warm-up */
         clothd_step(c, &so, NULL, &err);
 
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     for (int i = 0; i < steps; i++) {
         if (clothd_step(c, &so, NULL, &err) != CLOTHD_OK) {
             fprintf(stderr, "roundtrip: step: %s\n", err.message);
@@ -55,6 +66,7 @@ int main(int argc, char **argv)
         }
     }
     double blocking = (now_s() - t0) / steps * 1e6;
+    double cpu = (cpu_s() - c0) / steps * 1e6;
 
     clothd_ticket *t = malloc((size_t)steps * sizeof *t);
     t0 = now_s();
@@ -68,7 +80,7 @@ int main(int argc, char **argv)
     }
     double pipelined = (now_s() - t0) / steps * 1e6;
     free(t);
-    printf("c blocking %.1f us/step\n", blocking);
+    printf("c blocking %.1f us/step, client cpu %.1f us/step\n", blocking, cpu);
     printf("c pipelined %.1f us/step\n", pipelined);
     clothd_destroy(c, cl.instance, NULL);
     clothd_close(c);

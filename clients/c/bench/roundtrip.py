@@ -2,7 +2,8 @@
 Python client, against one clothd started here, in the same run.
 
 One tiny instance (2 x 2) per client; N blocking steps (each waits for its
-reply), and N pipelined (all sent, then all replies read). The two clients
+reply), and N pipelined (all sent, then all replies read); and the client
+process's own CPU time per blocking step. The two clients
 take turns for a few rounds so that both see the same machine; the median
 of the rounds is printed.
 
@@ -12,6 +13,7 @@ of the rounds is printed.
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,15 +25,22 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from clothd import Client  # noqa: E402
 
 
+def cpu_s() -> float:
+    """This process's CPU time (user + system), seconds."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def python_round(port: int, steps: int):
     with Client("127.0.0.1", port) as c:
         inst = c.create_cloth(width=2, height=2)
         for _ in range(50):  # warm-up
             c.step(instance=inst)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         for _ in range(steps):
             c.step(instance=inst)
         blocking = (time.perf_counter() - t0) / steps * 1e6
+        cpu = (cpu_s() - c0) / steps * 1e6
         t0 = time.perf_counter()
         for i in range(steps):
             c.send_json({"id": i, "cmd": "step", "instance": inst})
@@ -40,15 +49,15 @@ def python_round(port: int, steps: int):
             assert reply.get("id") == i and reply.get("ok"), reply
         pipelined = (time.perf_counter() - t0) / steps * 1e6
         c.destroy(inst)
-    return blocking, pipelined
+    return blocking, pipelined, cpu
 
 
 def c_round(binary: str, port: int, steps: int):
     out = subprocess.run([binary, "--port", str(port), "--steps", str(steps)], capture_output=True, text=True,
                          timeout=120, check=True).stdout
-    blocking = float(re.search(r"c blocking ([0-9.]+)", out).group(1))
+    m = re.search(r"c blocking ([0-9.]+) us/step, client cpu ([0-9.]+)", out)
     pipelined = float(re.search(r"c pipelined ([0-9.]+)", out).group(1))
-    return blocking, pipelined
+    return float(m.group(1)), pipelined, float(m.group(2))
 
 
 def main() -> int:
@@ -73,11 +82,12 @@ def main() -> int:
             load = float("nan")
         print(f"step round trip, one 2x2 instance, {args.steps} steps x {args.rounds} rounds "
               f"(median; load average {load:.2f}):")
-        print(f"{'client':<8} {'blocking':>16} {'pipelined':>16}")
+        print(f"{'client':<8} {'blocking':>16} {'pipelined':>16} {'client CPU (blocking)':>24}")
         for name in ("c", "python"):
             b = statistics.median(r[0] for r in results[name])
             p = statistics.median(r[1] for r in results[name])
-            print(f"{name:<8} {b:>11.1f} us/step {p:>11.1f} us/step")
+            u = statistics.median(r[2] for r in results[name])
+            print(f"{name:<8} {b:>11.1f} us/step {p:>11.1f} us/step {u:>19.1f} us/step")
         cb = statistics.median(r[0] for r in results["c"])
         pb = statistics.median(r[0] for r in results["python"])
         print(f"python / c (blocking): {pb / cb:.2f}x")
