@@ -12,7 +12,7 @@
  *   pipelined    clothd_send_step(c, &opt, &ticket, &err) many times, then
  *                clothd_recv_step(c, ticket, &result, &err) for each (replies
  *                come in request order; they are kept until collected);
- *   game loop    clothd_poll(c, 0, &err) once per tick (or when clothd_fd()
+ *   game loop    clothd_poll(c, 0, NULL, &err) once per tick (or when clothd_fd()
  *                is readable in your own poll set): frames land in the
  *                arrays registered with clothd_set_frame_target and in the
  *                on_frame callback; clothd_ready() tells which replies came.
