@@ -16,7 +16,8 @@
  * |t| < static_friction d, kinetic friction removes up to friction d of it.
  *
  * Coupling (seed 003): a particle moved by delta in a substep of length h
- * has had its momentum changed by m delta / h (m = particle_mass); the
+ * has had its momentum changed by m delta / h (m: the particle's own mass,
+ * the one its dynamics use, unless particle_mass overrides it); the
  * collider is handed -coupling m delta / h, and its moment about the
  * collider's position. */
 #include "internal.h"
@@ -79,7 +80,8 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
     f.half = 0.5f * c->height - c->radius;
     if (f.half < 0.0f)
         f.half = 0.0f;
-    const float coupled = c->coupling * inst->def.particle_mass / sub->h;
+    const float coupled = c->coupling / sub->h; /* times each particle's mass */
+    const float given_mass = inst->def.particle_mass; /* CD_UNSET: the particle's own */
 
     for (uint32_t i = begin; i < end; i++) {
         if (inst->inv_mass[i] == 0.0f)
@@ -101,7 +103,8 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
         }
         cd_v3_store(p, x);
         if (coupled > 0.0f) {
-            cd_vec3 impulse = cd_v3_scale(cd_v3_sub(x, before), -coupled);
+            const float m = given_mass > 0.0f ? given_mass : 1.0f / inst->own_inv_mass[i];
+            cd_vec3 impulse = cd_v3_scale(cd_v3_sub(x, before), -coupled * m);
             c->impulse_linear = cd_v3_add(c->impulse_linear, impulse);
             c->impulse_angular = cd_v3_add(c->impulse_angular,
                                            cd_v3_cross(cd_v3_sub(x, f.pose.position), impulse));

@@ -326,17 +326,30 @@ cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t itera
                      particles, s, it, work, limit);
 }
 
-/* Real masses (1/kg): compliance is then in metres per newton. Cloth
- * spreads its mass evenly; a soft body by tetrahedron volume, a quarter of
- * each tet's share to each of its vertices (a vertex of no tet gets the
- * average). */
+/* Real masses (1/kg): compliance is then in metres per newton. Mass is
+ * lumped by what each particle stands for: a cloth's by area, a quarter of
+ * each grid cell to each of its corners (interior particles 1, edges 1/2,
+ * corners 1/4 of s^2 times the areal density; spread evenly instead, edges
+ * carried twice the mass per area of the interior and a falling sheet
+ * cupped); a soft body's by tetrahedron volume, a quarter of each tet's
+ * share to each of its vertices (a vertex of no tet gets the average). */
 static void assign_masses(cd_instance *inst, float mass)
 {
     const uint32_t n = inst->particle_count;
     const float average = mass / (float)n;
     for (uint32_t i = 0; i < n; i++)
         inst->own_inv_mass[i] = 0.0f; /* used as the mass accumulator first */
-    if (inst->tet_count > 0 && inst->rest_volume > 0.0f) {
+    if (inst->type == CD_INSTANCE_CLOTH) {
+        const uint32_t w = (uint32_t)inst->width, h = (uint32_t)inst->height;
+        const float per_corner = mass / (4.0f * (float)(w - 1) * (float)(h - 1));
+        for (uint32_t y = 0; y < h; y++) {
+            const uint32_t rows = (y > 0) + (y + 1 < h);
+            for (uint32_t x = 0; x < w; x++) {
+                const uint32_t cols = (x > 0) + (x + 1 < w);
+                inst->own_inv_mass[y * w + x] = per_corner * (float)(rows * cols);
+            }
+        }
+    } else if (inst->tet_count > 0 && inst->rest_volume > 0.0f) {
         for (uint32_t t = 0; t < inst->tet_count; t++) {
             const cd_tet *tet = &inst->tets[t];
             float share = 0.25f * mass * tet->rest_volume / inst->rest_volume;

@@ -60,7 +60,8 @@
     X(VELOCITY_RETENTION, velocity_retention, "velocityRetention", FLOAT, 0, 1, OPEN_MIN, (-1),    \
       CD_OPTION_UNSET_OK)                                                                          \
     X(THICKNESS, thickness, "thickness", FLOAT, 0, 1e3, CLOSED, (0), 0)                            \
-    X(PARTICLE_MASS, particle_mass, "particleMass", FLOAT, 0, 1e9, OPEN_MIN, (0.05), 0)            \
+    X(PARTICLE_MASS, particle_mass, "particleMass", FLOAT, 0, 1e9, OPEN_MIN, (-1),                 \
+      CD_OPTION_UNSET_OK)                                                                          \
     X(WIND_MODEL, wind_model, "windModel", WIND_MODEL, 0, 1, CLOSED, (0), 0)                       \
     X(AIR_DENSITY, air_density, "airDensity", FLOAT, 0, 1e4, CLOSED, (1.225), 0)                   \
     X(DRAG, drag, "drag", FLOAT, 0, 1e3, CLOSED, (1), 0)                                           \

@@ -79,7 +79,7 @@ typedef struct cd_cloth_def {
     int32_t substeps;          /* each step is split into this many, >= 1 */
     float velocity_retention;  /* per second, (0, 1]; CD_UNSET: use damping */
     float thickness;           /* metres held off every collider, >= 0 */
-    float particle_mass;       /* kg per particle, for two-way coupling only */
+    float particle_mass;       /* kg per particle for coupling; CD_UNSET: each particle's own */
     cd_wind_model wind_model;
     float air_density;         /* kg/m^3 (aero wind) */
     float drag;                /* drag coefficient (aero wind), >= 0 */

@@ -378,7 +378,7 @@ Test(protocol_request, create_without_fields_uses_the_seed_defaults)
     cr_assert_eq(d->velocity_retention, CD_UNSET);
     cr_assert_eq(d->wind_model, CD_WIND_AERO);
     cr_assert(d->tethers);
-    cr_assert_eq(d->particle_mass, 0.05f);
+    cr_assert_eq(d->particle_mass, CD_UNSET); /* each particle's own mass */
     cd_request_free(&req);
 }
 

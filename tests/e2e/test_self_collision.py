@@ -39,12 +39,16 @@ class SelfCollisionTest(ServerTestCase):
     def test_folds_should_keep_their_distance_and_report_the_work(self):
         w = 32
         on, off = self.drop(w, SELF), self.drop(w, 0)
-        for _ in range(240):
+        off_closest = float("inf")
+        for step in range(1, 241):
             self.c.step(DT, instances=[on, off])
+            if step % 60 == 0:
+                off_closest = min(off_closest, closest_unconnected(self.c.get(off).positions, w))
         s_on, s_off = self.c.get(on), self.c.get(off)
-        # Without it the folds pass through each other; with it no two
-        # unconnected particles end closer than 0.9 selfDistance.
-        self.assertLess(closest_unconnected(s_off.positions, w), 0.5 * SELF)
+        # Without it the folds pass through each other (at some point of
+        # the collapse); with it no two unconnected particles end closer
+        # than 0.9 selfDistance.
+        self.assertLess(off_closest, 0.5 * SELF)
         self.assertGreaterEqual(closest_unconnected(s_on.positions, w), 0.9 * SELF)
         self.assertGreaterEqual(min(p[1] for p in s_on.positions), -1e-4)
         work = s_on.self_collision
