@@ -174,6 +174,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->coloured.colours);
     free(inst->rest);
     free(inst->tets);
+    free(inst->contact_depth);
     free(inst->triangles);
     free(inst->hash_start);
     free(inst->hash_entries);

@@ -15,6 +15,17 @@
  * the substep relative to the collider's, static friction cancels t when
  * |t| < static_friction d, kinetic friction removes up to friction d of it.
  *
+ * Soft bodies meet their colliders in every solver iteration as well
+ * (cd_stage_contacts), not only after them: solved after the iterations
+ * only, the floor leaves the bottom of a resting body squashed at the end
+ * of each substep, the next substep's constraints push it back, and that
+ * jitter, through Gauss-Seidel's order, pumps the body into a steady spin
+ * about the vertical on a frictionless floor (a smooth ball of resolution
+ * 5: 0.19 m/s, never asleep; in the iterations: 0.002 m/s). The depth
+ * corrected so far in the substep is kept per particle (contact_depth), so
+ * static friction is bounded by the whole substep's d, and kinetic
+ * friction, taken a share at each correction, sums to friction x d.
+ *
  * Coupling (seed 003): a particle moved by delta in a substep of length h
  * has had its momentum changed by m delta / h (m: the particle's own mass,
  * the one its dynamics use, unless particle_mass overrides it); the
@@ -82,6 +93,7 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
         f.half = 0.0f;
     const float coupled = c->coupling / sub->h; /* times each particle's mass */
     const float given_mass = inst->def.particle_mass; /* CD_UNSET: the particle's own */
+    float *pushed = inst->contact_depth; /* soft bodies: depth so far this substep */
 
     for (uint32_t i = begin; i < end; i++) {
         if (inst->inv_mass[i] == 0.0f)
@@ -92,11 +104,12 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
         if (!(depth > 0.0f))
             continue;
         cd_vec3 x = cd_v3_add(before, cd_v3_scale(n, depth));
+        const float substep_depth = pushed != NULL ? (pushed[i] += depth) : depth;
         if (c->static_friction > 0.0f || c->friction > 0.0f) {
             cd_vec3 rel = cd_v3_sub(cd_v3_sub(x, cd_v3_load(&inst->prev[3 * i])), f.motion);
             cd_vec3 t = cd_v3_sub(rel, cd_v3_scale(n, cd_v3_dot(rel, n)));
             float tl = cd_v3_length(t);
-            if (tl < c->static_friction * depth)
+            if (tl < c->static_friction * substep_depth)
                 x = cd_v3_sub(x, t);
             else if (tl > 0.0f && c->friction > 0.0f)
                 x = cd_v3_sub(x, cd_v3_scale(t, fminf(c->friction * depth / tl, 1.0f)));
@@ -121,6 +134,12 @@ static void collide_block(cd_instance *inst, const void *ctx, uint32_t block)
     for (uint32_t k = 0; k < inst->collider_slots; k++)
         if (inst->colliders[k].active)
             collide_one(inst, &inst->colliders[k], ctx, begin, end);
+}
+
+void cd_stage_contacts(cd_instance *inst, const cd_substep *sub)
+{
+    if (inst->contact_depth != NULL)
+        cd_stage_collide(inst, sub);
 }
 
 void cd_stage_collide(cd_instance *inst, const cd_substep *sub)

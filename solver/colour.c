@@ -40,15 +40,10 @@ static void *aligned_array(size_t count, size_t size)
 /* Colours constraints [begin, end) of `c`: colour_of[i - begin] gets the
  * group-local colour; returns the number of colours. `mask` holds n words. */
 static uint32_t colour_group(const cd_distance *c, uint32_t begin, uint32_t end, uint32_t n,
-                             uint64_t *mask, uint32_t *colour_of, bool sequential)
+                             uint64_t *mask, uint32_t *colour_of)
 {
     const uint32_t m = end - begin;
     uint32_t left = m, colours = 0;
-    if (sequential) { /* one run in the builder's order */
-        for (uint32_t i = 0; i < m; i++)
-            colour_of[i] = 0;
-        return m > 0 ? 1u : 0u;
-    }
     for (uint32_t i = 0; i < m; i++)
         colour_of[i] = UINT32_MAX;
     for (uint32_t round = 0; left > 0; round++) {
@@ -75,7 +70,6 @@ static uint32_t colour_group(const cd_distance *c, uint32_t begin, uint32_t end,
 bool cd_colour_constraints(cd_instance *inst)
 {
     cd_constraints *out = &inst->coloured;
-    out->sequential = inst->type == CD_INSTANCE_SOFTBODY;
     const uint32_t n = inst->particle_count, m = inst->constraint_count;
     uint64_t *mask = malloc(sizeof(uint64_t) * (n ? n : 1));
     uint32_t *colour_of = malloc(sizeof(uint32_t) * (m ? m : 1));
@@ -88,7 +82,7 @@ bool cd_colour_constraints(cd_instance *inst)
     for (int g = 0; ok && g < CD_GROUP_COUNT; g++) {
         const cd_group *gr = &inst->groups[g];
         group_colours[g] = colour_group(inst->constraints, gr->begin, gr->end, n, mask,
-                                        colour_of + gr->begin, out->sequential);
+                                        colour_of + gr->begin);
         total += group_colours[g];
     }
     free(mask);

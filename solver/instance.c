@@ -98,7 +98,8 @@ size_t cd_instance_memory(const cd_instance *inst)
            n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->coloured.slots * (2 * sizeof(uint32_t) + 2 * sizeof(float)) +
            (size_t)inst->coloured.colour_count * sizeof(cd_colour) +
-           (inst->rest ? n * 3 * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
+           (inst->rest ? n * 3 * sizeof(float) : 0) +
+           (inst->contact_depth ? n * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
            (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +
            cd_self_collision_memory(inst) +
            (size_t)inst->pin_cap * sizeof(cd_pin) +

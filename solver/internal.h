@@ -44,11 +44,6 @@ typedef struct cd_constraints {
     uint32_t slots;       /* a multiple of CD_LANES */
     cd_colour *colours;   /* stretch's colours, then shear's, then bend's */
     uint32_t colour_count;
-    /* Soft bodies: each group is one run in the builder's order, solved by
-     * the scalar kernel one constraint after the other. Coloured, a resting
-     * soft body on a frictionless floor is pumped into a spin and never
-     * sleeps (solver/DESIGN.md, "Why soft bodies are not coloured"). */
-    bool sequential;
 } cd_constraints;
 
 /* Constraints come in groups that share a stiffness or a compliance. */
@@ -160,6 +155,7 @@ struct cd_instance {
     cd_group groups[CD_GROUP_COUNT];
     cd_constraints coloured;  /* what the step solves */
     cd_team *team;            /* NULL below CD_TEAM_MIN_PARTICLES */
+    float *contact_depth;     /* soft bodies: collider depth corrected this substep */
     float *block_worst;       /* with a team: the guard's per-block results */
     uint8_t *block_bad;
 
@@ -270,6 +266,16 @@ bool cd_self_collision_reserve(cd_instance *inst);
 /* Bytes of what cd_self_collision_reserve allocated (0 before). */
 size_t cd_self_collision_memory(const cd_instance *inst);
 void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
+/* Angular momentum through a soft body's internal passes (momentum.c):
+ * measured before and after them in each iteration, taken back at the end
+ * of the substep. Kept for unpinned soft bodies. */
+bool cd_momentum_kept(const cd_instance *inst);
+void cd_momentum_begin(const cd_instance *inst, float h, cd_vec3 *before);
+void cd_momentum_add_change(const cd_instance *inst, float h, cd_vec3 before, cd_vec3 *change);
+void cd_momentum_take_back(cd_instance *inst, float h, cd_vec3 change);
+/* Inside the solver iterations: soft bodies meet their colliders there too
+ * (collide.c says why); cloth does not (contact_depth NULL). */
+void cd_stage_contacts(cd_instance *inst, const cd_substep *sub);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);
 void cd_stage_finish_colliders(cd_instance *inst);

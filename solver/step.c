@@ -107,6 +107,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
         cd_rebuild_tethers(inst);
     const bool self_collision = d->self_distance > 0.0f && inst->hash_start != NULL;
     int next_search = 0;
+    const bool keep_momentum = cd_momentum_kept(inst);
     reset_impulses(inst);
     if (!inst->started) {
         cd_stage_prime_verlet(inst, sub.accel, sub.h);
@@ -121,9 +122,16 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
         cd_stage_aerodynamics(inst, &sub);
         cd_stage_integrate(inst, &sub);
         cd_stage_reset_multipliers(inst);
+        cd_vec3 turned = cd_v3(0, 0, 0); /* by the internal passes (momentum.c) */
         for (int32_t i = 0; i < d->solver_iterations; i++) {
+            cd_vec3 before;
+            if (keep_momentum)
+                cd_momentum_begin(inst, sub.h, &before);
             cd_stage_solve_distances(inst, sub.h);
             cd_stage_solve_volumes(inst, sub.h);
+            if (keep_momentum)
+                cd_momentum_add_change(inst, sub.h, before, &turned);
+            cd_stage_contacts(inst, &sub);
             cd_stage_solve_tethers(inst);
             if (self_collision)
                 cd_stage_self_collide(inst);
@@ -135,6 +143,8 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
             cd_stage_self_collide(inst);
             cd_stage_collide(inst, &sub);
         }
+        if (keep_momentum)
+            cd_momentum_take_back(inst, sub.h, turned);
     }
     cd_stage_finish_pins(inst);
     cd_stage_finish_colliders(inst);

@@ -6,7 +6,9 @@
  * the Kuhn (Freudenthal) subdivision around its main diagonal. Every cube
  * is split the same way, so neighbouring cubes agree on their shared face
  * diagonals and the mesh is conforming. Ball: the tetrahedra of a box grid
- * over the ball's bounding cube whose centroids lie inside the ball. */
+ * over the ball's bounding cube whose centroids lie inside the ball, and
+ * then its surface vertices moved onto the sphere (smooth_ball_surface):
+ * the carved lattice alone is faceted and spiky, like crumpled paper. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +138,77 @@ cd_status cd_mesh_box(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny, ui
     return CD_OK;
 }
 
+/* Smallest tet volume a smoothed ball keeps, as a fraction of a lattice
+ * tet's (a cube's sixth): moving surface vertices onto the sphere may
+ * flatten a tet; such a tet keeps its vertices where the lattice had them. */
+#define CD_BALL_MIN_TET_SHARE 0.1f
+#define CD_BALL_ROUNDS 12
+
+static bool tet_thick_enough(const cd_tet_mesh *m, const uint32_t *q, float min_volume)
+{
+    return cd_tet_volume(vertex(m->vertices, q[0]), vertex(m->vertices, q[1]),
+                         vertex(m->vertices, q[2]), vertex(m->vertices, q[3])) > min_volume;
+}
+
+/* Moves every vertex of the mesh's surface radially onto the sphere. A
+ * tet this flattens below CD_BALL_MIN_TET_SHARE of a lattice tet (or turns
+ * inside out) has its vertices moved halfway back to the lattice, round
+ * after round (a vertex ends as close to the sphere as its tets allow);
+ * after CD_BALL_ROUNDS rounds, what is still bad goes all the way back: a
+ * bad tet has a moved vertex (the lattice's tets are all fine), so each
+ * such round puts one back for good. */
+static bool smooth_ball_surface(cd_tet_mesh *m, cd_vec3 centre, float radius)
+{
+    uint32_t tri_count = 0;
+    uint32_t *tris = cd_tet_surface(m->tets, m->tet_count, &tri_count);
+    float *lattice = malloc(sizeof(float) * 3u * m->vertex_count);
+    uint8_t *on_surface = calloc(m->vertex_count, 1);
+    if (tris == NULL || lattice == NULL || on_surface == NULL) {
+        free(tris);
+        free(lattice);
+        free(on_surface);
+        return false;
+    }
+    memcpy(lattice, m->vertices, sizeof(float) * 3u * m->vertex_count);
+    for (uint32_t i = 0; i < 3 * tri_count; i++)
+        on_surface[tris[i]] = 1;
+    free(tris);
+    float smallest = INFINITY; /* the lattice's tet volume, before any move */
+    for (uint32_t t = 0; t < m->tet_count; t++) {
+        const uint32_t *q = &m->tets[4 * t];
+        smallest = fminf(smallest, cd_tet_volume(vertex(m->vertices, q[0]), vertex(m->vertices, q[1]),
+                                                 vertex(m->vertices, q[2]), vertex(m->vertices, q[3])));
+    }
+    const float min_volume = CD_BALL_MIN_TET_SHARE * smallest;
+    for (uint32_t i = 0; i < m->vertex_count; i++) {
+        if (!on_surface[i])
+            continue;
+        const cd_vec3 d = cd_v3_sub(vertex(m->vertices, i), centre);
+        const float len = cd_v3_length(d);
+        if (len > 1e-12f)
+            cd_v3_store(&m->vertices[3 * i], cd_v3_add(centre, cd_v3_scale(d, radius / len)));
+    }
+    bool restored = true;
+    for (int round = 0; restored; round++) {
+        restored = false;
+        for (uint32_t t = 0; t < m->tet_count; t++) {
+            const uint32_t *q = &m->tets[4 * t];
+            if (tet_thick_enough(m, q, min_volume))
+                continue;
+            for (int k = 0; k < 4; k++) {
+                float *v = &m->vertices[3 * q[k]];
+                const float *l = &lattice[3 * q[k]];
+                for (int a = 0; a < 3; a++)
+                    v[a] = round < CD_BALL_ROUNDS ? 0.5f * (v[a] + l[a]) : l[a];
+            }
+            restored = true;
+        }
+    }
+    free(lattice);
+    free(on_surface);
+    return true;
+}
+
 cd_status cd_mesh_ball(cd_vec3 centre, float radius, uint32_t resolution, cd_tet_mesh *out)
 {
     *out = (cd_tet_mesh){0};
@@ -182,6 +255,10 @@ cd_status cd_mesh_ball(cd_vec3 centre, float radius, uint32_t resolution, cd_tet
     free(remap);
     box.vertex_count = used;
     box.tet_count = kept;
+    if (!smooth_ball_surface(&box, centre, radius)) {
+        cd_mesh_free(&box);
+        return CD_E_INTERNAL;
+    }
     *out = box;
     return CD_OK;
 }

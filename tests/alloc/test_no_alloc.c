@@ -268,10 +268,13 @@ Test(no_alloc, helped_steps_of_a_large_cloth_allocate_nothing)
     help_job help = {.job = {.run = help_run}, .inst = inst};
     helped_batch b = {.pool = pool, .step = &step, .help = &help};
     long total = 0;
-    for (int s = 0; s < STEPS / 2; s++)
+    int steps = 0;
+    /* Until the helper has run blocks too (a loaded machine may keep its
+     * worker from the first steps), at least STEPS / 2 steps. */
+    for (; steps < STEPS / 2 || (help.helped == 0 && steps < 20 * STEPS); steps++)
         total += counted(run_helped, &b);
-    cr_assert_eq(total, 0, "%ld allocations in %d helped steps", total, STEPS / 2);
-    cr_assert_gt(help.helped, 0u, "the helper ran no block");
+    cr_assert_eq(total, 0, "%ld allocations in %d helped steps", total, steps);
+    cr_assert_gt(help.helped, 0u, "the helper ran no block in %d steps", steps);
     cd_pool_destroy(pool);
     cd_world_destroy(world);
 }
