@@ -72,6 +72,7 @@ cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity)
     if (!cd_vec3_is_valid(gravity))
         return CD_E_INVALID_ARGUMENT;
     inst->def.gravity = gravity;
+    inst->tethers_dirty = true; /* their slack depends on the weight */
     cd_instance_wake(inst);
     return CD_OK;
 }

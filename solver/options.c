@@ -375,8 +375,14 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
     merged.origin = inst->def.origin;
     merged.right = inst->def.right;
     merged.down = inst->def.down;
+    /* What a tether's length depends on (pins.c: tether_slack). */
     bool tethers_changed = merged.tethers != inst->def.tethers ||
-                           merged.tether_scale != inst->def.tether_scale;
+                           merged.tether_scale != inst->def.tether_scale ||
+                           merged.stretch_compliance != inst->def.stretch_compliance ||
+                           merged.mass != inst->def.mass ||
+                           merged.gravity.x != inst->def.gravity.x ||
+                           merged.gravity.y != inst->def.gravity.y ||
+                           merged.gravity.z != inst->def.gravity.z;
     inst->def = merged;
 
     cd_group *g = inst->groups;

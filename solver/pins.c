@@ -226,9 +226,28 @@ cd_status cd_instance_attach(cd_instance *inst, uint32_t particle, uint32_t hand
 
 /* ---- tethers ------------------------------------------------------------- */
 
+/* The stretch a tether allows beyond tetherScale when the stretch is XPBD
+ * (compliance a > 0, m/N): a a M g / l, the strain of one link of rest
+ * length l holding the whole cloth's weight M g, more than any link of a
+ * hanging cloth carries. A tether at the rest distance would cancel the
+ * compliance (a truss hung from its top dropped 0.000 mm where a 1 mm
+ * stretch was asked for); this one still stops the overshoot of fast
+ * motion. Seed stiffness and compliance 0 mean "inextensible": none. */
+static float tether_slack(const cd_instance *inst)
+{
+    const cd_cloth_def *d = &inst->def;
+    if (!(d->stretch_compliance > 0.0f))
+        return 0.0f;
+    const float link = inst->type == CD_INSTANCE_CLOTH ? d->spacing : inst->max_self_distance;
+    const float g = sqrtf(d->gravity.x * d->gravity.x + d->gravity.y * d->gravity.y +
+                          d->gravity.z * d->gravity.z);
+    return link > 0.0f ? d->stretch_compliance * d->mass * g / link : 0.0f;
+}
+
 void cd_rebuild_tethers(cd_instance *inst)
 {
     inst->tethers_dirty = false;
+    const float scale = inst->def.tether_scale * (1.0f + tether_slack(inst));
     const uint32_t n = inst->particle_count;
     for (uint32_t i = 0; i < n; i++)
         inst->tether_anchor[i] = CD_NO_ANCHOR;
@@ -250,7 +269,7 @@ void cd_rebuild_tethers(cd_instance *inst)
             }
         }
         inst->tether_anchor[i] = anchor;
-        inst->tether_length[i] = sqrtf(best) * inst->def.tether_scale;
+        inst->tether_length[i] = sqrtf(best) * scale;
     }
 }
 
