@@ -47,6 +47,16 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
                            cd_cloth_option_specs[exclusive[i].a].name,
                            cd_cloth_option_specs[exclusive[i].b].name);
     }
+    /* In `create` too, the seed's form of a setting switches its XPBD twin
+     * off: {"damping":0.02} means the seed's per-step damping although
+     * velocityRetention has a default (`set` does it in the merge). */
+    for (size_t i = 0; !for_set && i < sizeof exclusive / sizeof exclusive[0]; i++) {
+        const cd_option_spec *twin = &cd_cloth_option_specs[exclusive[i].b];
+        if ((seen & BIT(exclusive[i].a)) && (twin->flags & CD_OPTION_UNSET_OK)) {
+            const float unset = CD_UNSET;
+            memcpy((unsigned char *)def + twin->offset, &unset, sizeof unset);
+        }
+    }
     if (present != NULL)
         *present = seen;
     return CD_OK;

@@ -57,8 +57,8 @@
       CD_OPTION_UNSET_OK)                                                                          \
     X(ITERATIONS, solver_iterations, "iterations", INT, 1, 256, CLOSED, (4), CD_OPTION_ALIAS)      \
     X(SUBSTEPS, substeps, "substeps", INT, 1, 64, CLOSED, (1), 0)                                  \
-    X(VELOCITY_RETENTION, velocity_retention, "velocityRetention", FLOAT, 0, 1, OPEN_MIN, (-1),    \
-      CD_OPTION_UNSET_OK)                                                                          \
+    X(VELOCITY_RETENTION, velocity_retention, "velocityRetention", FLOAT, 0, 1, OPEN_MIN,          \
+      (0.5471566), CD_OPTION_UNSET_OK)                                                             \
     X(THICKNESS, thickness, "thickness", FLOAT, 0, 1e3, CLOSED, (0), 0)                            \
     X(PARTICLE_MASS, particle_mass, "particleMass", FLOAT, 0, 1e9, OPEN_MIN, (-1),                 \
       CD_OPTION_UNSET_OK)                                                                          \

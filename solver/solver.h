@@ -66,7 +66,7 @@ typedef struct cd_cloth_def {
     float mass;                /* total mass, kg, spread evenly, > 0 */
     float stiffness;           /* structural, 0..1; shear uses 0.8x this */
     float bend_stiffness;      /* skip-one bending, 0..1 */
-    float damping;             /* fraction of velocity removed per step, 0..1 */
+    float damping;             /* per step, 0..1; read only while velocity_retention is unset */
     cd_vec3 origin;            /* position of particle 0 */
     cd_vec3 right;             /* grid x axis, normalised on creation */
     cd_vec3 down;              /* grid y axis, normalised on creation */
@@ -77,7 +77,7 @@ typedef struct cd_cloth_def {
     float stretch_compliance; /* structural and shear */
     float bend_compliance;
     int32_t substeps;          /* each step is split into this many, >= 1 */
-    float velocity_retention;  /* per second, (0, 1]; CD_UNSET: use damping */
+    float velocity_retention;  /* per second, (0, 1]; CD_UNSET: use damping (default 0.99^60) */
     float thickness;           /* metres held off every collider, >= 0 */
     float particle_mass;       /* kg per particle for coupling; CD_UNSET: each particle's own */
     cd_wind_model wind_model;

@@ -210,6 +210,7 @@ static void build_scene(scene *s)
     d.spacing = 0.06f;
     d.mass = 4.0f;
     d.damping = 0.05f;
+    d.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     d.down = fx_v3(0, 0, 1);
     d.origin = fx_v3(-0.45f, 0.5f, -0.45f);
     s->cloth[3] = fx_cloth(s->world, &d);
@@ -233,6 +234,7 @@ static void build_scene(scene *s)
     d.width = d.height = 12;
     d.spacing = 0.05f;
     d.damping = 0.05f;
+    d.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     d.bend_stiffness = 0.1f;
     d.origin = fx_v3(0, 1.6f, 3);
     s->cloth[5] = fx_cloth(s->world, &d);
@@ -255,6 +257,7 @@ static void build_scene(scene *s)
     d.height = 40;
     d.spacing = 0.03f;
     d.damping = 0.0f;
+    d.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     d.solver_iterations = 2;
     d.gravity = fx_v3(2, -9.81f, 1);
     d.origin = fx_v3(-6, 2, 0);

@@ -375,7 +375,7 @@ Test(protocol_request, create_without_fields_uses_the_seed_defaults)
      * applies), aerodynamic wind, tethers on. */
     cr_assert_eq(d->stretch_compliance, CD_UNSET);
     cr_assert_eq(d->bend_compliance, CD_UNSET);
-    cr_assert_eq(d->velocity_retention, CD_UNSET);
+    cr_assert_float_eq(d->velocity_retention, 0.5471566f, 1e-7); /* per second */
     cr_assert_eq(d->wind_model, CD_WIND_AERO);
     cr_assert(d->tethers);
     cr_assert_eq(d->particle_mass, CD_UNSET); /* each particle's own mass */

@@ -122,6 +122,7 @@ static double fall_one_second(bool flat, float air_density, float *final)
     cd_world *world = fx_world();
     cd_cloth_def def = cd_default_cloth_def();
     def.damping = 0.0f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     def.air_density = air_density;
     def.sleep_threshold = 0.0f;
     def.origin = fx_v3(0, 10, 0);

@@ -105,6 +105,7 @@ static cd_instance *probe(cd_world *world, int32_t w, int32_t h)
     def.stiffness = 0.0f;
     def.bend_stiffness = 0.0f;
     def.damping = 0.0f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     def.gravity = fx_v3(0, 0, 0);
     def.origin = fx_v3(50, 50, 50); /* far from every collider below */
     return fx_cloth(world, &def);

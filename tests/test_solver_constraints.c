@@ -256,6 +256,7 @@ Test(solver_constraints, unpinned_cloth_should_fall_with_its_centre_of_mass_at_g
     cd_world *world = fx_world();
     cd_cloth_def def = cd_default_cloth_def();
     def.damping = 0.0f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     cd_instance *cloth = fx_cloth(world, &def);
     cr_assert_eq(cd_instance_pin(cloth, 0, NULL), CD_OK);
     for (int step = 0; step < 30; step++)

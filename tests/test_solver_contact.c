@@ -336,6 +336,7 @@ static landing land_sheet(cd_collider_def collider)
     def.origin = fx_v3(-0.275f, 0.5f, -0.275f);
     def.mass = (float)SHEET_MASS;
     def.damping = 0.0f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     def.air_density = 0.0f;
     def.sleep_threshold = 0.0f;
     def.substeps = 2;

@@ -25,6 +25,7 @@ static cd_cloth_def undamped_free_cloth(void)
 {
     cd_cloth_def def = cd_default_cloth_def();
     def.damping = 0.0f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     def.air_density = 0.0f;
     def.wind_model = CD_WIND_CONSTANT;
     return def;
@@ -65,6 +66,7 @@ Test(solver_integration, damping_should_remove_that_fraction_of_velocity_each_st
     cd_cloth_def def = undamped_free_cloth();
     cd_instance *free_fall = fx_cloth(world, &def);
     def.damping = 0.01f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     cd_instance *damped = fx_cloth(world, &def);
     const float y0 = fx_pos(damped, 0).y;
 

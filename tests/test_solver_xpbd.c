@@ -432,3 +432,19 @@ Test(solver_xpbd, tethers_should_leave_a_compliant_strip_the_stretch_its_complia
     cr_assert(fabs(half - want / 2) <= 0.05 * want / 2, "half the compliance: %.4f mm vs %.4f",
               half * 1e3, want * 1e3 / 2);
 }
+
+Test(solver_xpbd, default_damping_should_keep_the_same_share_at_30_60_and_120_hz)
+{
+    /* Issue 10: with every option at its default, a second of coasting
+     * keeps 0.547 of the velocity (0.99^60) at any frame rate; the seed's
+     * per-step damping kept 0.740 at 30 Hz and 0.299 at 120 Hz (above). */
+    const cd_cloth_def defaults = cd_default_cloth_def();
+    static const float rates[] = {30.0f, 60.0f, 120.0f};
+    for (int k = 0; k < 3; k++) {
+        cd_vec3 v0, v1;
+        coast(1.0f / rates[k], defaults.velocity_retention, defaults.damping, 1.0, &v0, &v1);
+        const double kept = ratio(v1, v0), expected = pow(0.99, 60);
+        cr_assert_float_eq(kept, expected, 0.01 * expected, "%g Hz: kept %.5f, want %.5f",
+                           rates[k], kept, expected);
+    }
+}

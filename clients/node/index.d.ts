@@ -84,7 +84,7 @@ export interface InstanceOptions {
   stiffness?: number;
   /** [0, 1] (or bendCompliance). */
   bendStiffness?: number;
-  /** [0, 1], fraction of velocity removed per step (or velocityRetention). */
+  /** [0, 1], the seed's fraction of velocity removed per step; given, it switches velocityRetention (default 0.547 kept per second) off. */
   damping?: number;
   /** [1, 256] constraint passes per substep (or iterations). */
   solverIterations?: number;
@@ -98,11 +98,11 @@ export interface InstanceOptions {
   iterations?: number;
   /** [1, 64] substeps per step. */
   substeps?: number;
-  /** (0, 1], fraction of velocity kept per second. */
+  /** (0, 1], fraction of velocity kept per second (default 0.5471566: the seed's 0.01 a step at 60 Hz). */
   velocityRetention?: number;
   /** m held off every collider surface. */
   thickness?: number;
-  /** kg per particle, for two-way coupling. */
+  /** kg per particle for two-way coupling; unset (default): each particle's own mass. */
   particleMass?: number;
   /** "aero" (wind is an air velocity) or "constant" (an acceleration). */
   windModel?: 'aero' | 'constant';

@@ -829,11 +829,13 @@ class Client:
         starts at ``origin + x*spacing*right + y*spacing*down``.
         Material (changeable later with :meth:`set`): ``mass`` (1 kg total),
         ``stiffness`` (0.9) or ``stretch_compliance`` (m/N, XPBD),
-        ``bend_stiffness`` (0.5) or ``bend_compliance``, ``damping`` (0.01
-        per step) or ``velocity_retention`` (per second),
+        ``bend_stiffness`` (0.5) or ``bend_compliance``,
+        ``velocity_retention`` (0.547 kept per second, the default) or the
+        seed's ``damping`` (a fraction removed per step),
         ``solver_iterations``/``iterations`` (4), ``substeps`` (1),
         ``gravity`` ([0,-9.81,0]), ``thickness`` (0 m),
-        ``particle_mass`` (0.05 kg, two-way coupling), ``wind_model``
+        ``particle_mass`` (two-way coupling; unset: each particle's own
+        mass, ``mass`` lumped by area), ``wind_model``
         ("aero": wind is air velocity; "constant": an acceleration),
         ``air_density``, ``drag``, ``lift``, ``tethers``, ``tether_scale``,
         ``sleep_threshold`` (m/s; 0 never sleeps), ``self_distance`` (m;
