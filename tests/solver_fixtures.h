@@ -43,6 +43,18 @@ static inline cd_instance *fx_cloth(cd_world *world, const cd_cloth_def *def)
     return inst;
 }
 
+/* FNV-1a, 64-bit, over a byte range: positions hashed for bit-identity. */
+static inline uint64_t fx_fnv1a(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
 static inline cd_vec3 fx_pos(const cd_instance *inst, uint32_t i)
 {
     const float *p = cd_instance_positions(inst);

@@ -26,22 +26,10 @@ typedef struct scene {
     uint32_t rig;            /* cloth 10's transform, moved every step */
 } scene;
 
-/* FNV-1a, 64-bit, over a byte range. */
-static uint64_t fnv1a(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static uint64_t position_hash(const cd_instance *inst)
 {
     const size_t bytes = sizeof(float) * 3u * cd_instance_particle_count(inst);
-    return fnv1a(cd_instance_positions(inst), bytes);
+    return fx_fnv1a(cd_instance_positions(inst), bytes);
 }
 
 /* FNV-1a of the impulses every coupled collider of `inst` received in its
@@ -50,7 +38,7 @@ static uint64_t impulse_hash(const cd_instance *inst)
 {
     cd_collider_impulse imp[CD_MAX_COLLIDERS];
     uint32_t n = cd_instance_collider_impulses(inst, imp, CD_MAX_COLLIDERS);
-    return fnv1a(imp, n * sizeof imp[0]);
+    return fx_fnv1a(imp, n * sizeof imp[0]);
 }
 
 static cd_id add_full(cd_instance *inst, const cd_collider_def *c)

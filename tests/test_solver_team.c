@@ -11,17 +11,6 @@
 #define TEAM_SIDE 96 /* 9,216 particles: 18 particle blocks, ~9 per colour */
 #define TEAM_STEPS 60
 
-static uint64_t fnv1a(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* A curtain pinned along its top edge (tethers on), draping over a ball
  * with friction onto a floor, in aerodynamic wind; `compliant` solves
  * stretch with XPBD, `coupled` hands the ball momentum (colliders then run
@@ -99,10 +88,10 @@ static uint64_t run_curtain(int helpers, bool compliant, bool coupled, uint64_t 
                 *helped += jobs[k].helped;
         }
         const uint32_t n = cd_instance_particle_count(inst);
-        chain = chain * 31 + fnv1a(cd_instance_positions(inst), sizeof(float) * 3 * n);
+        chain = chain * 31 + fx_fnv1a(cd_instance_positions(inst), sizeof(float) * 3 * n);
         cd_collider_impulse imp[2];
         const uint32_t got = cd_instance_collider_impulses(inst, imp, 2);
-        chain = chain * 31 + fnv1a(imp, got * sizeof imp[0]);
+        chain = chain * 31 + fx_fnv1a(imp, got * sizeof imp[0]);
     }
     cd_pool_destroy(pool);
     cd_world_destroy(world);
