@@ -298,7 +298,7 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     cd_field_fault fault;
     if ((st = cd_cloth_def_check(&def, &fault)) != CD_OK)
         return cd_fail_fault(err, st, &fault);
-    if ((st = cd_step_work_check(particles, def.substeps, def.solver_iterations,
+    if ((st = cd_step_work_check(particles, cd_substeps_bound(&def), def.solver_iterations,
                                  lim->max_step_work, &fault)) != CD_OK)
         return cd_fail_fault(err, st, &fault);
     req->as.create.def = def;

@@ -147,7 +147,7 @@ cd_status cd_parse_softbody(const cJSON *obj, const cd_limits *lim, cd_request *
                      mesh->vertex_count, lim->max_particles);
     cd_field_fault fault;
     const cd_cloth_def *def = &req->as.create.def;
-    if (st == CD_OK && cd_step_work_check(mesh->vertex_count, def->substeps,
+    if (st == CD_OK && cd_step_work_check(mesh->vertex_count, cd_substeps_bound(def),
                                           def->solver_iterations, lim->max_step_work,
                                           &fault) != CD_OK)
         st = cd_fail_fault(err, CD_E_LIMIT_EXCEEDED, &fault);

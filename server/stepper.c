@@ -121,10 +121,10 @@ static void prepare_frames(cd_server *server, cd_step_job *sj)
 }
 
 /* What one step of `inst` asks for: particles x substeps x iterations. */
-static uint64_t step_work(const cd_instance *inst)
+static uint64_t step_work(const cd_instance *inst, float dt)
 {
     const cd_cloth_def def = cd_instance_def(inst);
-    return (uint64_t)cd_instance_particle_count(inst) * (uint64_t)def.substeps *
+    return (uint64_t)cd_instance_particle_count(inst) * (uint64_t)cd_substeps_for(&def, dt) *
            (uint64_t)def.solver_iterations;
 }
 
@@ -201,7 +201,7 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
         cd_server_set_busy(server, ids[i], true);
         prepare_frames(server, sj);
         if (work <= CD_INLINE_WORK)
-            work += step_work(sj->inst);
+            work += step_work(sj->inst, dt);
     }
     const bool inline_batch = work <= CD_INLINE_WORK;
     uint32_t helper = count;

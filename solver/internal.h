@@ -155,6 +155,7 @@ struct cd_instance {
     cd_group groups[CD_GROUP_COUNT];
     cd_constraints coloured;  /* what the step solves */
     cd_team *team;            /* NULL below CD_TEAM_MIN_PARTICLES */
+    int32_t step_substeps;    /* the running step's (cd_substeps_for) */
     float *contact_depth;     /* soft bodies: collider depth corrected this substep */
     float *block_worst;       /* with a team: the guard's per-block results */
     uint8_t *block_bad;

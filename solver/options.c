@@ -311,6 +311,20 @@ cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *faul
     return check_rows(def, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, 0, fault);
 }
 
+int32_t cd_substeps_for(const cd_cloth_def *def, float dt)
+{
+    if (def->substeps > 0)
+        return def->substeps;
+    const float wanted = ceilf(dt * def->solver_frequency - 1e-3f); /* 1/60 x 360 = 6, not 7 */
+    return wanted < 1.0f ? 1 : wanted > (float)CD_AUTO_SUBSTEPS_MAX ? CD_AUTO_SUBSTEPS_MAX
+                                                                      : (int32_t)wanted;
+}
+
+int32_t cd_substeps_bound(const cd_cloth_def *def)
+{
+    return def->substeps > 0 ? def->substeps : CD_AUTO_SUBSTEPS_MAX;
+}
+
 cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t iterations,
                              uint64_t limit, cd_field_fault *fault)
 {
@@ -407,7 +421,7 @@ cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
         st = cd_self_distance_check(def->self_distance, inst->max_self_distance,
                                     inst->type == CD_INSTANCE_CLOTH, fault);
     if (st == CD_OK)
-        st = cd_step_work_check(inst->particle_count, def->substeps, def->solver_iterations,
+        st = cd_step_work_check(inst->particle_count, cd_substeps_bound(def), def->solver_iterations,
                                 inst->max_step_work, fault);
     if (st != CD_OK)
         return st;

@@ -56,7 +56,8 @@
     X(BEND_COMPLIANCE, bend_compliance, "bendCompliance", FLOAT, 0, 1e9, CLOSED, (-1),             \
       CD_OPTION_UNSET_OK)                                                                          \
     X(ITERATIONS, solver_iterations, "iterations", INT, 1, 256, CLOSED, (4), CD_OPTION_ALIAS)      \
-    X(SUBSTEPS, substeps, "substeps", INT, 1, 64, CLOSED, (1), 0)                                  \
+    X(SUBSTEPS, substeps, "substeps", INT, 0, 64, CLOSED, (1), 0)                                  \
+    X(SOLVER_FREQUENCY, solver_frequency, "solverFrequency", FLOAT, 1, 1e5, CLOSED, (360), 0)      \
     X(VELOCITY_RETENTION, velocity_retention, "velocityRetention", FLOAT, 0, 1, OPEN_MIN,          \
       (0.5471566), CD_OPTION_UNSET_OK)                                                             \
     X(THICKNESS, thickness, "thickness", FLOAT, 0, 1e3, CLOSED, (0), 0)                            \

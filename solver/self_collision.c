@@ -238,7 +238,7 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
     const float *pos = inst->pos, *move = inst->self_move;
     const cd_hash_entry *entries = inst->hash_entries;
     /* The step's budget, shared by its searches (the first one refills it). */
-    if (remaining == inst->def.substeps)
+    if (remaining == inst->step_substeps)
         inst->self_budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
     uint64_t budget = inst->self_budget;
     for (uint32_t i = 0; i < inst->particle_count; i++) {

@@ -76,7 +76,8 @@ typedef struct cd_cloth_def {
     /* XPBD (seed 003). Metres per newton, >= 0; CD_UNSET: use stiffness. */
     float stretch_compliance; /* structural and shear */
     float bend_compliance;
-    int32_t substeps;          /* each step is split into this many, >= 1 */
+    int32_t substeps;          /* each step is split into this many; 0: cd_substeps_for */
+    float solver_frequency;    /* Hz: substeps of at most 1/this while substeps is 0 */
     float velocity_retention;  /* per second, (0, 1]; CD_UNSET: use damping (default 0.99^60) */
     float thickness;           /* metres held off every collider, >= 0 */
     float particle_mass;       /* kg per particle for coupling; CD_UNSET: each particle's own */
@@ -137,6 +138,15 @@ cd_status cd_cloth_options_check(const cd_cloth_def *def, cd_field_fault *fault)
  * `limit` (0: no limit): CD_E_LIMIT_EXCEEDED, fault "substeps, iterations":
  * "262144 particles x 64 substeps x 256 iterations = 4294967296 exceeds
  * the step work limit of 16777216". */
+/* Substeps while `substeps` is 0 (the default): ceil(dt x solver_frequency)
+ * between 1 and this, as NvCloth's solver frequency: 6 at 60 Hz, 12 at
+ * 30 Hz for the default 360 Hz. The bound keeps a step's work known at
+ * creation (cd_step_work_check counts it) whatever dt a step brings. */
+#define CD_AUTO_SUBSTEPS_MAX 16
+/* The substeps of a step of dt seconds. */
+int32_t cd_substeps_for(const cd_cloth_def *def, float dt);
+/* The most substeps any step can take (what the work limit counts). */
+int32_t cd_substeps_bound(const cd_cloth_def *def);
 cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t iterations,
                              uint64_t limit, cd_field_fault *fault);
 

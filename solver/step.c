@@ -33,13 +33,13 @@ static bool same_vec3(cd_vec3 a, cd_vec3 b)
 
 /* Velocity kept per substep: the per-second retention, or the seed's
  * per-step damping spread evenly over the substeps. */
-static float keep_per_substep(const cd_cloth_def *d, float h)
+static float keep_per_substep(const cd_cloth_def *d, float h, int substeps)
 {
     if (d->velocity_retention != CD_UNSET)
         return powf(d->velocity_retention, h);
-    if (d->substeps == 1)
+    if (substeps == 1)
         return 1.0f - d->damping;
-    return powf(1.0f - d->damping, 1.0f / (float)d->substeps);
+    return powf(1.0f - d->damping, 1.0f / (float)substeps);
 }
 
 static void reset_impulses(cd_instance *inst)
@@ -94,14 +94,15 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     }
 
     const cd_cloth_def *d = &inst->def;
-    const int n = d->substeps;
+    const int n = cd_substeps_for(d, dt);
+    inst->step_substeps = n;
     const cd_vec3 wind = cd_v3_add(inst->wind, global_wind);
     cd_substep sub = {.h = dt / (float)n, .accel = d->gravity, .wind = cd_v3(0, 0, 0)};
     if (d->wind_model == CD_WIND_CONSTANT)
         sub.accel = cd_v3_add(sub.accel, wind);
     else
         sub.wind = wind;
-    sub.keep = keep_per_substep(d, sub.h);
+    sub.keep = keep_per_substep(d, sub.h, n);
 
     if (inst->tethers_dirty)
         cd_rebuild_tethers(inst);

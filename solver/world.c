@@ -149,7 +149,7 @@ static cd_status check_limits(const cd_world *world, uint64_t particles,
         return cd_fault_set(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_PARTICLES, field,
                            "%" PRIu64 " particles exceed the limit of %" PRIu32, particles,
                            world->def.max_particles);
-    cd_status st = cd_step_work_check(particles, options->substeps, options->solver_iterations,
+    cd_status st = cd_step_work_check(particles, cd_substeps_bound(options), options->solver_iterations,
                                       world->def.max_step_work, fault);
     if (st != CD_OK)
         return st;

@@ -448,3 +448,81 @@ Test(solver_xpbd, default_damping_should_keep_the_same_share_at_30_60_and_120_hz
                            rates[k], kept, expected);
     }
 }
+
+/* ---- the default cloth against the catenary (issue 10) --------------------- */
+
+/* The discrete catenary of `links` equal links of length l between two
+ * points `span` apart at one height, equal weights at the inner nodes:
+ * the link slopes are a (k - (links - 1) / 2) for link k, a found by
+ * bisection so that the links span `span`; heights into y[0..links]. */
+static void discrete_catenary(int links, double l, double span, double *y)
+{
+    double lo = 0.0, hi = 100.0;
+    for (int it = 0; it < 200; it++) {
+        const double a = 0.5 * (lo + hi);
+        double x = 0.0;
+        for (int k = 0; k < links; k++) {
+            const double t = a * (k - (links - 1) / 2.0);
+            x += l / sqrt(1.0 + t * t);
+        }
+        if (x > span)
+            lo = a;
+        else
+            hi = a;
+    }
+    const double a = 0.5 * (lo + hi);
+    y[0] = 0.0;
+    for (int k = 0; k < links; k++) {
+        const double t = a * (k - (links - 1) / 2.0);
+        y[k + 1] = y[k] + l * t / sqrt(1.0 + t * t);
+    }
+}
+
+/* A strip of 41 x 2 particles (spacing 0.05 m, 1 kg, every option at its
+ * default but the stepping: `substeps` x `iterations`, 0 substeps being
+ * automatic), its four corners pinned with the ends 1.6 m apart, hung 20 s
+ * at `hz`; returns the largest vertical distance of its centre line from
+ * the discrete catenary of 40 links, as a share of the span. */
+static double strip_off_catenary(float hz, int32_t substeps, int32_t iterations)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def d = cd_default_cloth_def();
+    d.width = 41;
+    d.height = 2;
+    d.spacing = 0.05f;
+    d.mass = 1.0f;
+    d.down = fx_v3(0, 0, 1);
+    d.origin = fx_v3(0.2f, 2.0f, 0.0f);
+    d.substeps = substeps;
+    d.solver_iterations = iterations;
+    cd_instance *strip = fx_cloth(world, &d);
+    const cd_vec3 ends[4] = {fx_v3(0.2f, 2, 0), fx_v3(0.2f, 2, 0.05f), fx_v3(1.8f, 2, 0),
+                             fx_v3(1.8f, 2, 0.05f)};
+    const uint32_t corners[4] = {0, 41, 40, 81};
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(cd_instance_pin(strip, corners[k], &ends[k]), CD_OK);
+    for (int s = 0; s < (int)lroundf(20.0f * hz); s++)
+        cd_instance_step(strip, 1.0f / hz, fx_no_wind());
+    double y[41], worst = 0.0;
+    discrete_catenary(40, 0.05, 1.6, y);
+    for (uint32_t k = 0; k <= 40; k++) {
+        const double mid = 0.5 * (fx_pos(strip, k).y + fx_pos(strip, 41 + k).y) - 2.0;
+        worst = fmax(worst, fabs(mid - y[k]));
+    }
+    cd_world_destroy(world);
+    return worst / 1.6;
+}
+
+Test(solver_xpbd, small_automatic_steps_should_hang_within_1_percent_of_the_catenary,
+     .timeout = 60)
+{
+    /* Automatic substeps (360 Hz: 6 at 60 Hz, 12 at 30 Hz) of one
+     * iteration: measured 0.74% and 0.75% of the span. */
+    const double at60 = strip_off_catenary(60.0f, 0, 1), at30 = strip_off_catenary(30.0f, 0, 1);
+    cr_assert(at60 < 0.01, "60 Hz: %.2f%% of the span off the catenary", 100 * at60);
+    cr_assert(at30 < 0.01, "30 Hz: %.2f%% of the span off the catenary", 100 * at30);
+    /* The default stepping (1 x 4): measured 2.83% and 4.54%. Not yet the
+     * default: PROTOCOL.md says why (float precision of small steps). */
+    const double seed60 = strip_off_catenary(60.0f, 1, 4);
+    cr_assert(seed60 > 0.02, "1 x 4 at 60 Hz: %.2f%%", 100 * seed60);
+}

@@ -96,8 +96,10 @@ export interface InstanceOptions {
   bendCompliance?: number;
   /** The XPBD seed's name for solverIterations. */
   iterations?: number;
-  /** [1, 64] substeps per step. */
+  /** [0, 64] substeps per step; 0: automatic (ceil(dt x solverFrequency), 1..16). */
   substeps?: number;
+  /** Hz: with substeps 0 (automatic), substeps of at most 1/solverFrequency s (default 360). */
+  solverFrequency?: number;
   /** (0, 1], fraction of velocity kept per second (default 0.5471566: the seed's 0.01 a step at 60 Hz). */
   velocityRetention?: number;
   /** m held off every collider surface. */

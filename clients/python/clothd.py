@@ -814,6 +814,7 @@ class Client:
                      stretch_compliance: Optional[float] = None,
                      bend_compliance: Optional[float] = None, iterations: Optional[int] = None,
                      substeps: Optional[int] = None, velocity_retention: Optional[float] = None,
+                     solver_frequency: Optional[float] = None,
                      thickness: Optional[float] = None, particle_mass: Optional[float] = None,
                      wind_model: Optional[str] = None, air_density: Optional[float] = None,
                      drag: Optional[float] = None, lift: Optional[float] = None,
@@ -832,7 +833,8 @@ class Client:
         ``bend_stiffness`` (0.5) or ``bend_compliance``,
         ``velocity_retention`` (0.547 kept per second, the default) or the
         seed's ``damping`` (a fraction removed per step),
-        ``solver_iterations``/``iterations`` (4), ``substeps`` (1),
+        ``solver_iterations``/``iterations`` (4), ``substeps`` (1; 0:
+        automatic, ``ceil(dt * solver_frequency)``, 360 Hz),
         ``gravity`` ([0,-9.81,0]), ``thickness`` (0 m),
         ``particle_mass`` (two-way coupling; unset: each particle's own
         mass, ``mass`` lumped by area), ``wind_model``
@@ -848,6 +850,7 @@ class Client:
                            right=_vec(right), down=_vec(down), gravity=_vec(gravity),
                            stretch_compliance=stretch_compliance, bend_compliance=bend_compliance,
                            iterations=iterations, substeps=substeps,
+                           solver_frequency=solver_frequency,
                            velocity_retention=velocity_retention, thickness=thickness,
                            particle_mass=particle_mass, wind_model=wind_model,
                            air_density=air_density, drag=drag, lift=lift, tethers=tethers,
@@ -901,6 +904,7 @@ class Client:
             solver_iterations: Optional[int] = None, gravity: Optional[VecLike] = None,
             stretch_compliance: Optional[float] = None, bend_compliance: Optional[float] = None,
             iterations: Optional[int] = None, substeps: Optional[int] = None,
+            solver_frequency: Optional[float] = None,
             velocity_retention: Optional[float] = None, thickness: Optional[float] = None,
             particle_mass: Optional[float] = None, wind_model: Optional[str] = None,
             air_density: Optional[float] = None, drag: Optional[float] = None,
@@ -916,7 +920,8 @@ class Client:
                      bend_stiffness=bend_stiffness, damping=damping,
                      solver_iterations=solver_iterations, gravity=_vec(gravity),
                      stretch_compliance=stretch_compliance, bend_compliance=bend_compliance,
-                     iterations=iterations, substeps=substeps, velocity_retention=velocity_retention,
+                     iterations=iterations, substeps=substeps, solver_frequency=solver_frequency,
+                     velocity_retention=velocity_retention,
                      thickness=thickness, particle_mass=particle_mass, wind_model=wind_model,
                      air_density=air_density, drag=drag, lift=lift, tethers=tethers,
                      tether_scale=tether_scale, sleep_threshold=sleep_threshold,

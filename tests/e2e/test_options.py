@@ -18,7 +18,7 @@ class OptionsTest(ServerTestCase):
         for line, field in [
             ('{"cmd":"create","stretchCompliance":-1}', "stretchCompliance"),
             ('{"cmd":"create","bendCompliance":1e999}', "bendCompliance"),
-            ('{"cmd":"create","substeps":0}', "substeps"),
+            ('{"cmd":"create","substeps":-1}', "substeps"),
             ('{"cmd":"create","substeps":65}', "substeps"),
             ('{"cmd":"create","velocityRetention":0}', "velocityRetention"),
             ('{"cmd":"create","thickness":-0.1}', "thickness"),
@@ -57,6 +57,27 @@ class OptionsTest(ServerTestCase):
         after = self.c.get(cid).positions
         # A constant wind of 3 m/s^2 now pushes every free particle along +x.
         self.assertTrue(all(a[0] > b[0] for a, b in zip(after, before)))
+
+    def test_automatic_substeps_should_step_as_ceil_dt_times_the_solver_frequency(self):
+        # substeps 0: 360 Hz by default, so 6 substeps at 60 Hz and 12 at
+        # 30 Hz; the same bits as the explicit counts.
+        def pair(dt, explicit, **auto_options):
+            auto = self.c.create_cloth(substeps=0, solver_iterations=1, origin=[0, 3, 0], **auto_options)
+            fixed = self.c.create_cloth(substeps=explicit, solver_iterations=1, origin=[0, 3, 0])
+            for c in (auto, fixed):
+                self.c.pin(c, [0, 9])
+            for _ in range(20):
+                self.c.step(dt, instances=[auto, fixed])
+            got = self.c.get(auto).positions, self.c.get(fixed).positions
+            for c in (auto, fixed):  # the class shares one server
+                self.c.destroy(c)
+            return got
+        a, f = pair(1 / 60, 6)
+        self.assertEqual(a, f)
+        a, f = pair(1 / 30, 12)
+        self.assertEqual(a, f)
+        a, f = pair(1 / 60, 2, solver_frequency=120)
+        self.assertEqual(a, f)
 
     def test_attached_particles_should_follow_their_transform(self):
         cid = self.c.create_cloth(width=10, height=10, spacing=0.1, origin=[-0.45, 2, 0])
