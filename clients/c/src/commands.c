@@ -50,6 +50,7 @@ static void put_material(cdc_jw *w, const clothd_material *m)
     cdc_put_f(w, "bendCompliance", m->bend_compliance);
     cdc_put_i(w, "iterations", m->iterations);
     cdc_put_i(w, "substeps", m->substeps);
+    cdc_put_f(w, "solverFrequency", m->solver_frequency);
     cdc_put_f(w, "velocityRetention", m->velocity_retention);
     cdc_put_f(w, "thickness", m->thickness);
     cdc_put_f(w, "particleMass", m->particle_mass);

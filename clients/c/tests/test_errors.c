@@ -48,6 +48,11 @@ static void each_request_error_should_come_back_typed(void)
     o.material.stretch_compliance = clothd_f(0.001f);
     EXPECT(clothd_create_cloth(c, &o, NULL, &err), CLOTHD_E_INVALID_ARGUMENT,
            "give either stiffness or stretchCompliance");
+    o = clothd_cloth_default();
+    o.material.substeps = clothd_i(0); /* automatic */
+    o.material.solver_frequency = clothd_f(0.5f);
+    EXPECT(clothd_create_cloth(c, &o, NULL, &err), CLOTHD_E_INVALID_ARGUMENT,
+           "solverFrequency: must be a number in [1, 100000]");
     clothd_step_options so;
     memset(&so, 0, sizeof so);
     so.dt = clothd_f(0);

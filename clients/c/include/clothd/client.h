@@ -358,10 +358,11 @@ typedef struct clothd_material {
     clothd_opt_f stretch_compliance; /* m/N: XPBD */
     clothd_opt_f bend_compliance;
     clothd_opt_i iterations;         /* the XPBD seed's name for solver_iterations */
-    clothd_opt_i substeps;           /* [1, 64] */
-    clothd_opt_f velocity_retention; /* (0, 1] per second */
+    clothd_opt_i substeps;           /* [0, 64]; 0: automatic, ceil(dt x solver_frequency) */
+    clothd_opt_f solver_frequency;   /* Hz, [1, 100000], default 360 (substeps 0 only) */
+    clothd_opt_f velocity_retention; /* (0, 1] per second, default 0.5471566 */
     clothd_opt_f thickness;          /* m */
-    clothd_opt_f particle_mass;      /* kg, for two-way coupling */
+    clothd_opt_f particle_mass;      /* kg, for two-way coupling; unset: each particle's own */
     clothd_wind_model wind_model;
     clothd_opt_f air_density, drag, lift;
     clothd_opt_b tethers;
