@@ -68,6 +68,19 @@
  *                            median CPU µs of its awake steps and its
  *                            volume / rest volume after STEPS steps
  *                                                                 -> SOFTBODY
+ * The aerodynamic stage alone (issue 8: its cost per triangle). The one
+ * place the bench reaches past solver.h: it calls the stage itself
+ * (solver/internal.h), so that a bench_clothd built from an older tree
+ * times that tree's stage with the same script (bench/README.md, 8):
+ *   aero N MODEL WARMUP      a default N x N curtain (windModel MODEL, a
+ *                            wire name; sleeping off; top row pinned) in a
+ *                            wind of (3, 0, 1.5) m/s, WARMUP steps; then
+ *                            its mass is raised to 1e9 kg, so that the
+ *                            stage's impulses no longer move it and every
+ *                            call sees the same swinging state  -> AERO_READY
+ *   aerosample PATH CALLS    CALLS calls of the stage on the SIMD path PATH
+ *                            ("scalar" or "avx2"; the process's path is
+ *                            restored after)                 -> AERO_SAMPLE
  *   quit
  * Errors: `ERROR {"message":...}` and exit code 1. A determinism mismatch is
  * reported in WORKERS with "identical":false; the run goes on and exits 1.
@@ -83,6 +96,8 @@
 #include <time.h>
 
 #include "../server/pool.h"
+#include "../solver/internal.h" /* the aero commands only: cd_stage_aerodynamics */
+#include "../solver/options_table.h"
 #include "../solver/solver.h"
 
 #define BENCH_DT (1.0f / 60.0f)
@@ -236,6 +251,8 @@ static bool step_curtain(cd_instance *inst, int steps)
 typedef struct bench_state {
     cd_world *world;
     cd_instance *timed;
+    cd_instance *aero; /* the aero commands' curtain */
+    uint32_t aero_triangles;
     int timed_n, timed_iters;
     uint32_t timed_constraints;
     bool mismatch; /* worker counts gave different positions */
@@ -972,6 +989,79 @@ static int cmd_softbody(bench_state *st, int vol_permille, int steps)
     return rc;
 }
 
+/* ---- the aerodynamic stage alone ------------------------------------- */
+
+#define AERO_WIND_X 3.0f /* the capes' wind of bench_server.py */
+#define AERO_WIND_Z 1.5f
+
+static void free_aero(bench_state *st)
+{
+    if (st->aero != NULL)
+        cd_world_destroy_instance(st->world, cd_instance_id(st->aero));
+    st->aero = NULL;
+}
+
+static int cmd_aero(bench_state *st, int n, const char *model, int warmup)
+{
+    free_aero(st);
+    cd_cloth_def def = depth_curtain(n);
+    int m = 0;
+    while (cd_wind_model_name(m) != NULL && strcmp(cd_wind_model_name(m), model) != 0)
+        m++;
+    if (cd_wind_model_name(m) == NULL)
+        return fail("aero: this build has no such windModel");
+    def.wind_model = (cd_wind_model)m;
+    cd_instance *inst = pinned_curtain(st->world, &def);
+    if (inst == NULL)
+        return 1;
+    st->aero = inst;
+    if (cd_instance_set_wind(inst, (cd_vec3){AERO_WIND_X, 0.0f, AERO_WIND_Z}) != CD_OK)
+        return fail("aero: cannot set the wind");
+    if (!step_curtain(inst, warmup))
+        return fail("aero: the instability guard fired during warm-up");
+    /* Frozen: impulses of F h / 1e9 kg leave the velocities as they are. */
+    def = cd_instance_def(inst);
+    def.mass = 1e9f;
+    if (cd_instance_configure(inst, &def) != CD_OK)
+        return fail("aero: cannot raise the mass");
+    st->aero_triangles = 2u * (uint32_t)(n - 1) * (uint32_t)(n - 1);
+    emit("AERO_READY",
+         "{\"engine\":\"clothd\",\"n\":%d,\"model\":\"%s\",\"triangles\":%" PRIu32
+         ",\"warmup_steps\":%d}",
+         n, model, st->aero_triangles, warmup);
+    return 0;
+}
+
+static int cmd_aerosample(bench_state *st, const char *path, int calls)
+{
+    if (st->aero == NULL)
+        return fail("aerosample: no aero curtain");
+    char before[16];
+    snprintf(before, sizeof before, "%s", cd_solver_simd_path());
+    if (!cd_solver_select_simd(path))
+        return fail("aerosample: this CPU or build has no such SIMD path");
+    const cd_cloth_def def = cd_instance_def(st->aero);
+    const cd_substep sub = {.h = BENCH_DT / (float)def.substeps,
+                            .keep = 1.0f,
+                            .accel = def.gravity,
+                            .wind = {AERO_WIND_X, 0.0f, AERO_WIND_Z},
+                            .t0 = 0.0f,
+                            .t1 = 1.0f};
+    const double c0 = thread_cpu_seconds(), t0 = now_seconds();
+    for (int i = 0; i < calls; i++)
+        cd_stage_aerodynamics(st->aero, &sub);
+    const double wall = now_seconds() - t0, cpu = thread_cpu_seconds() - c0;
+    cd_solver_select_simd(before);
+    const double per = 1e9 / ((double)calls * st->aero_triangles);
+    emit("AERO_SAMPLE",
+         "{\"engine\":\"clothd\",\"path\":\"%s\",\"calls\":%d,\"triangles\":%" PRIu32
+         ",\"us_per_call\":%.3f,\"cpu_us_per_call\":%.3f,\"ns_per_triangle\":%.4f,"
+         "\"cpu_ns_per_triangle\":%.4f}",
+         path, calls, st->aero_triangles, wall * 1e6 / calls, cpu * 1e6 / calls, wall * per,
+         cpu * per);
+    return 0;
+}
+
 /* ---- driver ----------------------------------------------------------- */
 
 /* Returns 0 to go on, 1 on error, 2 on quit. */
@@ -982,6 +1072,17 @@ static int run_command(bench_state *st, const char *line)
     int got = sscanf(line, "%31s %d %d %d %d %d %d", cmd, &a, &b, &c, &d, &e, &f);
     if (got < 1)
         return 0;
+    char word[32];
+    if (strcmp(cmd, "aero") == 0) {
+        if (sscanf(line, "%31s %d %31s %d", cmd, &a, word, &b) != 4 || a < 2 || a > 1024 || b < 0)
+            return fail("aero: expected N MODEL WARMUP");
+        return cmd_aero(st, a, word, b);
+    }
+    if (strcmp(cmd, "aerosample") == 0) {
+        if (sscanf(line, "%31s %31s %d", cmd, word, &a) != 3 || a < 1)
+            return fail("aerosample: expected PATH CALLS");
+        return cmd_aerosample(st, word, a);
+    }
     if (strcmp(cmd, "curtain") == 0) {
         if (got != 4 || a < 2 || b < 1 || c < 0)
             return fail("curtain: expected N ITERS WARMUP");
@@ -1131,6 +1232,7 @@ int main(int argc, char **argv)
             rc = 0;
     }
     free_timed(&st);
+    free_aero(&st);
     cd_world_destroy(st.world);
     return rc != 0 || st.mismatch ? 1 : 0;
 }
