@@ -417,8 +417,8 @@ cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *ba
                 return CD_OK;
             }
         }
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be \"%s\" or \"%s\"", spec->name,
-                       cd_wind_model_name(CD_WIND_AERO), cd_wind_model_name(CD_WIND_CONSTANT));
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be %s", spec->name,
+                       cd_wind_model_names());
     }
     }
     return cd_fail(err, CD_E_INTERNAL, "%s: unknown option kind", spec->name);

@@ -76,8 +76,8 @@ cd_status cd_json_vec3_array(const cJSON *item, const char *label, uint32_t max_
 
 /* Reads one row's value from `item` into the struct at `base`, with the
  * row's kind and range: "thickness: must be a number in [0, 1000]",
- * "position: outside the world box (...)", "windModel: must be \"aero\"
- * or \"constant\"". */
+ * "position: outside the world box (...)", "windModel: must be \"aero\",
+ * \"constant\" or \"dragLift\"". */
 cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *base,
                          cd_error *err);
 

@@ -103,8 +103,7 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     cJSON_AddBoolToObject(reply, "unstable", info.unstable);
     cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
     const cd_cloth_def def = cd_instance_def(inst);
-    cJSON_AddStringToObject(reply, "windModel",
-                            def.wind_model == CD_WIND_AERO ? "aero" : "constant");
+    cJSON_AddStringToObject(reply, "windModel", cd_wind_model_name(def.wind_model));
     cd_add_vec3(reply, "wind", cd_instance_wind(inst));
     cd_add_vec3(reply, "gravity", def.gravity);
     if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {

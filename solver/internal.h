@@ -256,6 +256,28 @@ cd_xpbd_kernel cd_solve_xpbd_scalar;
 cd_seed_kernel cd_solve_seed_avx2;
 cd_xpbd_kernel cd_solve_xpbd_avx2;
 #endif
+/* The aerodynamic kernels (aero.c: the scalar reference; aero_avx2.c).
+ * A run is `count` cells of one grid row, every other one: the cells whose
+ * top-left corners are tl, tl + 2, ..., tl + 2 (count - 1), in a grid
+ * `width` particles wide; first the tl-bl-tr triangle of each cell in
+ * order, then the tr-bl-br one of each. Each kernel adds a third of a
+ * triangle's force to its free corners as a change of their Verlet
+ * history, prev -= F h^2 / (3 m). */
+typedef struct cd_aero_params {
+    float inv_3h;  /* 1 / (3 h): the sum of the corners' (pos - prev), as a mean velocity */
+    cd_vec3 wind;  /* the air's velocity */
+    float plate;   /* "aero": airDensity C h^2 / 12 (C: the plate's normal-force coefficient) */
+    float h;       /* "dragLift": the substep, and the coefficients times airDensity */
+    float drag, lift;
+} cd_aero_params;
+/* Triangles with |N|^2 = (2 area)^2 at most this have no normal: skipped. */
+#define CD_AERO_MIN_NORMAL2 1e-24f
+typedef void cd_aero_kernel(const float *pos, float *prev, const float *inv_mass, uint32_t tl,
+                            uint32_t width, uint32_t count, const cd_aero_params *p);
+cd_aero_kernel cd_aero_plate_scalar;
+#ifdef CD_HAVE_AVX2_KERNELS
+cd_aero_kernel cd_aero_plate_avx2;
+#endif
 void cd_stage_solve_tethers(cd_instance *inst);
 void cd_stage_solve_volumes(cd_instance *inst, float h);
 /* Finds the candidate pairs for the next substeps, at most `remaining`;

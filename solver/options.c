@@ -67,7 +67,17 @@ size_t cd_option_size(const cd_option_spec *spec)
 
 const char *cd_wind_model_name(int model)
 {
-    return model == CD_WIND_AERO ? "aero" : model == CD_WIND_CONSTANT ? "constant" : NULL;
+    switch (model) {
+    case CD_WIND_AERO: return "aero";
+    case CD_WIND_CONSTANT: return "constant";
+    case CD_WIND_DRAG_LIFT: return "dragLift";
+    }
+    return NULL;
+}
+
+const char *cd_wind_model_names(void)
+{
+    return "\"aero\", \"constant\" or \"dragLift\"";
 }
 
 void cd_describe_range(char *buf, size_t cap, bool integer, double min, double max,
@@ -220,7 +230,7 @@ static cd_status check_row(const void *base, const cd_option_spec *spec, cd_fiel
         if (cd_wind_model_name((int)v) != NULL)
             return CD_OK;
         return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
-                         "must be \"aero\" or \"constant\"");
+                         "must be %s", cd_wind_model_names());
     }
     }
     return CD_OK;

@@ -14,7 +14,7 @@
  * KIND   INT (int32_t), FLOAT (float), VEC3 (finite cd_vec3), POINT (a
  *        cd_vec3 inside the world box, |x|, |y|, |z| <= CD_WORLD_EXTENT),
  *        DIRECTION (finite, not zero-length; normalised on use), BOOL,
- *        WIND_MODEL ("aero" or "constant").
+ *        WIND_MODEL ("aero", "constant" or "dragLift": cd_wind_model).
  * min, max, ENDS   the range of INT and FLOAT rows; ENDS is CLOSED,
  *        OPEN_MIN (min excluded) or OPEN_MAX. An INT row whose max is
  *        INT32_MAX has no upper bound worth stating ("an integer >= 2").
@@ -63,9 +63,9 @@
     X(THICKNESS, thickness, "thickness", FLOAT, 0, 1e3, CLOSED, (0), 0)                            \
     X(PARTICLE_MASS, particle_mass, "particleMass", FLOAT, 0, 1e9, OPEN_MIN, (-1),                 \
       CD_OPTION_UNSET_OK)                                                                          \
-    X(WIND_MODEL, wind_model, "windModel", WIND_MODEL, 0, 1, CLOSED, (0), 0)                       \
+    X(WIND_MODEL, wind_model, "windModel", WIND_MODEL, 0, 2, CLOSED, (0), 0)                       \
     X(AIR_DENSITY, air_density, "airDensity", FLOAT, 0, 1e4, CLOSED, (1.225), 0)                   \
-    X(DRAG, drag, "drag", FLOAT, 0, 1e3, CLOSED, (1), 0)                                           \
+    X(DRAG, drag, "drag", FLOAT, 0, 1e3, CLOSED, (-1), CD_OPTION_UNSET_OK)                         \
     X(LIFT, lift, "lift", FLOAT, 0, 1e3, CLOSED, (0.5), 0)                                         \
     X(TETHERS, tethers, "tethers", BOOL, 0, 1, CLOSED, (1), 0)                                     \
     X(TETHER_SCALE, tether_scale, "tetherScale", FLOAT, 1, 1e3, CLOSED, (1), 0)                    \
@@ -135,8 +135,11 @@ typedef enum cd_collider_option {
 extern const cd_option_spec cd_cloth_option_specs[CD_OPT_COUNT];
 extern const cd_option_spec cd_collider_option_specs[CD_COLLIDER_OPT_COUNT];
 
-/* Wire name of a wind model ("aero", "constant"), NULL out of range. */
+/* Wire name of a wind model ("aero", "constant", "dragLift"), NULL out of
+ * range; the names in words for a message: "\"aero\", \"constant\" or
+ * \"dragLift\"". */
 const char *cd_wind_model_name(int model);
+const char *cd_wind_model_names(void);
 
 /* Writes the row's range as words into buf: "an integer >= 2", "an integer
  * in [1, 256]", "a number in (0, 10000]". Messages say "must be <that>". */

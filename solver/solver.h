@@ -47,9 +47,16 @@ typedef enum cd_instance_type {
 } cd_instance_type;
 
 typedef enum cd_wind_model {
-    CD_WIND_AERO = 0,     /* wind is an air velocity; per-triangle drag and lift */
-    CD_WIND_CONSTANT = 1, /* the seed's: wind is an acceleration of free particles */
+    CD_WIND_AERO = 0,      /* wind is an air velocity; each triangle a flat plate (normal force) */
+    CD_WIND_CONSTANT = 1,  /* the seed's: wind is an acceleration of free particles */
+    CD_WIND_DRAG_LIFT = 2, /* wind is an air velocity; per-triangle drag and lift coefficients
+                              (clothd's "aero" before the flat plate, NvCloth's model) */
 } cd_wind_model;
+
+/* A flat plate broadside to the flow: its drag coefficient, which is the
+ * normal-force coefficient of "aero" (a square plate, measured: Hoerner,
+ * "Fluid-Dynamic Drag", 1965), used while `drag` is unset. */
+#define CD_PLATE_DRAG 1.17f
 
 /* Compliance values below zero mean "not given": that constraint group
  * runs the seed's stiffness projection instead of XPBD. */
@@ -82,9 +89,11 @@ typedef struct cd_cloth_def {
     float thickness;           /* metres held off every collider, >= 0 */
     float particle_mass;       /* kg per particle for coupling; CD_UNSET: each particle's own */
     cd_wind_model wind_model;
-    float air_density;         /* kg/m^3 (aero wind) */
-    float drag;                /* drag coefficient (aero wind), >= 0 */
-    float lift;                /* lift coefficient (aero wind), >= 0 */
+    float air_density;         /* kg/m^3 ("aero" and "dragLift" wind) */
+    float drag;                /* >= 0: "aero": the plate's drag coefficient broadside (its
+                                  normal-force coefficient); "dragLift": the drag coefficient;
+                                  CD_UNSET: CD_PLATE_DRAG for "aero", 1 for "dragLift" */
+    float lift;                /* lift coefficient ("dragLift" only), >= 0 */
     bool tethers;              /* long-range attachments to the pins */
     float tether_scale;        /* tether length / rest distance, >= 1 */
     float sleep_threshold;     /* m/s; 0 never sleeps */

@@ -405,7 +405,7 @@ Test(solver_world, a_bad_field_is_named_not_blamed_on_the_layout)
     def = cd_default_cloth_def();
     def.wind_model = (cd_wind_model)7;
     expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD,
-                 "windModel: must be \"aero\" or \"constant\"");
+                 "windModel: must be \"aero\", \"constant\" or \"dragLift\"");
     def = cd_default_cloth_def();
     def.right = fx_v3(0, 3, 0);
     expect_fault(world, &def, CD_E_INVALID_ARGUMENT, CD_FAULT_LAYOUT,
