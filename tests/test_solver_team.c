@@ -1,11 +1,13 @@
 /* One large instance stepped by several threads (solver/team.c): the same
  * bits with no helper, or 1, 2 or 3 helpers on a worker pool, on both
- * SIMD paths; a helper that comes late returns; small cloths take no help. */
+ * SIMD paths; the aerodynamic stage on its own likewise; a helper that
+ * comes late returns; small cloths take no help. */
 #include <string.h>
 
 #include <criterion/criterion.h>
 
 #include "../server/pool.h"
+#include "../solver/internal.h"
 #include "solver_fixtures.h"
 
 #define TEAM_SIDE 96 /* 9,216 particles: 18 particle blocks, ~9 per colour */
@@ -113,12 +115,13 @@ static void same_bits_with_any_helpers(bool compliant, bool coupled)
     cr_assert_gt(helped_in_all, 0u, "no helper ran a block");
 }
 
+static const char *const paths_of_team[] = {"scalar", "avx2"};
+
 Test(solver_team, a_large_cloth_should_step_to_the_same_bits_with_0_to_3_helpers, .timeout = 120)
 {
     const char *path = cd_solver_simd_path();
-    const char *paths[] = {"scalar", "avx2"};
     for (int p = 0; p < 2; p++) {
-        if (!cd_solver_select_simd(paths[p]))
+        if (!cd_solver_select_simd(paths_of_team[p]))
             continue; /* a CPU without AVX2 */
         same_bits_with_any_helpers(false, false);
         same_bits_with_any_helpers(true, true);
@@ -156,4 +159,104 @@ Test(solver_team, a_cloth_under_4096_particles_should_take_no_help)
     cd_instance *large = fx_cloth(world, &def);
     cr_assert_neq(cd_instance_help_ticket(large), 0u);
     cd_world_destroy(world);
+}
+
+/* ---- the aerodynamic stage on its own (solver/aero.c) ---------------------- */
+
+#define AERO_STEPS 20
+#define AERO_STAGES_PER_STEP 24 /* a stage lasts ~0.05 ms: a helper must find some */
+
+typedef struct aero_job {
+    cd_job job;
+    cd_instance *inst;
+    const cd_substep *sub;
+    uint64_t ticket; /* 0: the leader */
+    uint64_t helped;
+    uint64_t chain;  /* the leader's: the hash of prev after each stage, chained */
+} aero_job;
+
+static void aero_run(cd_job *job)
+{
+    aero_job *aj = (aero_job *)job;
+    if (aj->ticket != 0) {
+        aj->helped = cd_instance_help_step(aj->inst, aj->ticket);
+        return;
+    }
+    const uint32_t n = cd_instance_particle_count(aj->inst);
+    for (int k = 0; k < AERO_STAGES_PER_STEP; k++) {
+        cd_stage_aerodynamics(aj->inst, aj->sub);
+        aj->chain = aj->chain * 31 + fnv1a(aj->inst->prev, sizeof(float) * 3 * n);
+    }
+    cd_team_step_done(aj->inst->team); /* what cd_instance_step does after a step */
+}
+
+/* The curtain after 20 steps, then AERO_STEPS "steps" of 8 calls of the
+ * aerodynamic stage alone in a wind of (6, 0, 4) m/s (`model`), the leader
+ * and `helpers` helpers on a pool (no pool when helpers < 0); the hash of
+ * the Verlet history after each call, chained. */
+static uint64_t run_aero(int helpers, cd_wind_model model, uint64_t *helped)
+{
+    *helped = 0;
+    cd_world *world = fx_world();
+    cd_instance *inst = large_curtain(world, false, false);
+    cd_cloth_def def = cd_instance_def(inst);
+    def.wind_model = model;
+    cr_assert_eq(cd_instance_configure(inst, &def), CD_OK);
+    for (int step = 0; step < 20; step++)
+        cr_assert_not(cd_instance_step(inst, FX_DT, fx_no_wind()).unstable);
+    const cd_substep sub = {.h = FX_DT / 2, .keep = 1.0f, .wind = fx_v3(6.0f, 0.0f, 4.0f)};
+    const int extra = helpers > 0 ? helpers : 0;
+    cd_pool *pool = helpers >= 0 ? cd_pool_create((unsigned)extra + 1, 8, NULL, NULL) : NULL;
+    uint64_t chain = 0;
+    for (int k = 0; k < AERO_STEPS; k++) {
+        aero_job jobs[4];
+        cd_job *list[4];
+        const uint64_t ticket = cd_instance_help_ticket(inst);
+        for (int j = 0; j <= extra; j++) {
+            jobs[j] = (aero_job){.job = {.run = aero_run}, .inst = inst, .sub = &sub,
+                                 .ticket = j == 0 ? 0 : ticket, .chain = chain};
+            list[j] = &jobs[j].job;
+        }
+        if (pool == NULL)
+            aero_run(&jobs[0].job);
+        else
+            cd_pool_run_batch(pool, list, (uint32_t)extra + 1);
+        chain = jobs[0].chain;
+        for (int j = 1; j <= extra; j++)
+            *helped += jobs[j].helped;
+    }
+    cd_pool_destroy(pool);
+    cd_world_destroy(world);
+    return chain;
+}
+
+Test(solver_team, the_aerodynamic_stage_should_give_the_same_bits_with_0_to_3_helpers,
+     .timeout = 120)
+{
+    /* Its rows of cells are shared out in blocks (a 96-wide grid: 3 rows
+     * of cells, 570 triangles, a block; 16 blocks for each of the two
+     * parities of rows). */
+    const char *path = cd_solver_simd_path();
+    const cd_wind_model models[] = {CD_WIND_AERO, CD_WIND_DRAG_LIFT};
+    for (int p = 0; p < 2; p++) {
+        if (!cd_solver_select_simd(paths_of_team[p]))
+            continue;
+        for (int m = 0; m < 2; m++) {
+            uint64_t helped = 0, all = 0;
+            const uint64_t alone = run_aero(-1, models[m], &helped);
+            for (int helpers = 0; helpers <= 3; helpers++) {
+                cr_assert_eq(run_aero(helpers, models[m], &helped), alone,
+                             "%s, %s: %d helpers differ from a serial stage", paths_of_team[p],
+                             cd_wind_model_name(models[m]), helpers);
+                all += helped;
+            }
+            /* The comparison means something only if helpers did take
+             * blocks: 1,440 stages of ~0.05 ms (the scheduler of a busy
+             * machine may keep a helper off the CPU through a whole
+             * step, but not through all of them). */
+            cr_assert_gt(all, 0u, "%s, %s: helpers ran no aero block", paths_of_team[p],
+                         cd_wind_model_name(models[m]));
+        }
+    }
+    cd_solver_select_simd(path);
 }
