@@ -106,8 +106,9 @@ export interface InstanceOptions {
   thickness?: number;
   /** kg per particle for two-way coupling; unset (default): each particle's own mass. */
   particleMass?: number;
-  /** "aero" (wind is an air velocity) or "constant" (an acceleration). */
-  windModel?: 'aero' | 'constant';
+  /** "aero" (wind is an air velocity; flat plates), "constant" (an acceleration)
+   *  or "dragLift" (an air velocity; drag and lift coefficients). */
+  windModel?: 'aero' | 'constant' | 'dragLift';
   airDensity?: number;
   drag?: number;
   lift?: number;

@@ -384,7 +384,8 @@ class InstanceState:
 
     @property
     def wind_model(self) -> Optional[str]:
-        """"aero" (wind is an air velocity) or "constant"."""
+        """"aero" (wind is an air velocity, a flat plate), "constant" (an
+        acceleration) or "dragLift" (an air velocity, drag and lift)."""
         return self.reply.get("windModel")
 
     @property
@@ -838,7 +839,8 @@ class Client:
         ``gravity`` ([0,-9.81,0]), ``thickness`` (0 m),
         ``particle_mass`` (two-way coupling; unset: each particle's own
         mass, ``mass`` lumped by area), ``wind_model``
-        ("aero": wind is air velocity; "constant": an acceleration),
+        ("aero": wind is air velocity on flat plates; "constant": an
+        acceleration; "dragLift": air velocity, drag and lift coefficients),
         ``air_density``, ``drag``, ``lift``, ``tethers``, ``tether_scale``,
         ``sleep_threshold`` (m/s; 0 never sleeps), ``self_distance`` (m;
         self-collision, 0 off). ``extra`` fields are sent as they are

@@ -35,7 +35,10 @@ static void put_id(cdc_jw *w, const char *key, uint32_t id)
 
 static const char *wind_model_name(clothd_wind_model m)
 {
-    return m == CLOTHD_WIND_AERO ? "aero" : m == CLOTHD_WIND_CONSTANT ? "constant" : NULL;
+    return m == CLOTHD_WIND_AERO        ? "aero"
+           : m == CLOTHD_WIND_CONSTANT  ? "constant"
+           : m == CLOTHD_WIND_DRAG_LIFT ? "dragLift"
+                                        : NULL;
 }
 
 static void put_material(cdc_jw *w, const clothd_material *m)
@@ -68,7 +71,7 @@ static void put_material(cdc_jw *w, const clothd_material *m)
 
 static clothd_code check_material(const clothd_material *m, clothd_error *err)
 {
-    if ((unsigned)m->wind_model > CLOTHD_WIND_CONSTANT)
+    if ((unsigned)m->wind_model > CLOTHD_WIND_DRAG_LIFT)
         return cdc_fail(err, CLOTHD_E_USAGE, "windModel: %d is no clothd_wind_model", (int)m->wind_model);
     return CLOTHD_OK;
 }

@@ -250,6 +250,7 @@ static clothd_code decode_get(clothd_client *c, const cdc_jdoc *d, int root, voi
     int wm = cdc_jget(d, root, "windModel");
     s->wind_model = cdc_jstr_eq(d, wm, "aero")       ? CLOTHD_WIND_AERO
                     : cdc_jstr_eq(d, wm, "constant") ? CLOTHD_WIND_CONSTANT
+                    : cdc_jstr_eq(d, wm, "dragLift") ? CLOTHD_WIND_DRAG_LIFT
                                                      : CLOTHD_WIND_UNSET;
     cdc_jvec3(d, cdc_jget(d, root, "wind"), s->wind);
     cdc_jvec3(d, cdc_jget(d, root, "gravity"), s->gravity);

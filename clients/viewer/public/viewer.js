@@ -904,7 +904,7 @@ function renderSelection() {
     ['step time', s && !s.idle && s.stepMs !== null ? `${s.stepMs.toFixed(2)} ms (observed)` : 'idle'],
     ['fps', s && !s.idle ? s.fps.toFixed(1) : '–'],
     ['pinned', m.pinned?.length ? `${m.pinned.length} particles` : 'none'],
-    ['wind model', m.windModel === 'constant' ? 'constant: an acceleration, m/s²' : 'aero: the air\'s velocity, m/s'],
+    ['wind model', m.windModel === 'constant' ? 'constant: an acceleration, m/s²' : `${m.windModel ?? 'aero'}: the air's velocity, m/s`],
     ['wind', m.wind && m.wind.some((v) => Number(v) !== 0) ? `${fmt3(m.wind)} ${unit} (own) + global` : 'global only'],
     ['gravity', m.gravity ? `${fmt3(m.gravity)} m/s²` : '–'],
   ];
@@ -958,7 +958,7 @@ function showWindUnit() {
   el.dataset.model = model;
   el.title = model === 'constant'
     ? 'windModel "constant": the wind is an acceleration of every free particle (m/s²)'
-    : 'windModel "aero": the wind is the velocity of the air (m/s), acting through drag and lift';
+    : 'windModel "aero" (or "dragLift"): the wind is the velocity of the air (m/s), acting on every triangle';
 }
 
 let windEditing = 0; // ms timestamp of the last local edit; server echoes don't fight the user

@@ -156,6 +156,7 @@ typedef enum clothd_wind_model {
     CLOTHD_WIND_UNSET = 0,
     CLOTHD_WIND_AERO,     /* "aero": wind is the air's velocity, m/s */
     CLOTHD_WIND_CONSTANT, /* "constant": the seed's acceleration, m/s^2 */
+    CLOTHD_WIND_DRAG_LIFT, /* "dragLift": the air's velocity, drag and lift coefficients */
 } clothd_wind_model;
 
 typedef enum clothd_kind {
