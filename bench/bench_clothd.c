@@ -77,7 +77,8 @@
  *                            wind of (3, 0, 1.5) m/s, WARMUP steps; then
  *                            its mass is raised to 1e9 kg, so that the
  *                            stage's impulses no longer move it and every
- *                            call sees the same swinging state  -> AERO_READY
+ *                            call sees the same swinging state; says
+ *                            whether the AVX2 path exists      -> AERO_READY
  *   aerosample PATH CALLS    CALLS calls of the stage on the SIMD path PATH
  *                            ("scalar" or "avx2"; the process's path is
  *                            restored after)                 -> AERO_SAMPLE
@@ -1025,10 +1026,14 @@ static int cmd_aero(bench_state *st, int n, const char *model, int warmup)
     if (cd_instance_configure(inst, &def) != CD_OK)
         return fail("aero: cannot raise the mass");
     st->aero_triangles = 2u * (uint32_t)(n - 1) * (uint32_t)(n - 1);
+    char path[16];
+    snprintf(path, sizeof path, "%s", cd_solver_simd_path());
+    const bool avx2 = cd_solver_select_simd("avx2");
+    cd_solver_select_simd(path);
     emit("AERO_READY",
          "{\"engine\":\"clothd\",\"n\":%d,\"model\":\"%s\",\"triangles\":%" PRIu32
-         ",\"warmup_steps\":%d}",
-         n, model, st->aero_triangles, warmup);
+         ",\"warmup_steps\":%d,\"avx2\":%s}",
+         n, model, st->aero_triangles, warmup, avx2 ? "true" : "false");
     return 0;
 }
 

@@ -19,6 +19,8 @@ human table per section, then one machine-readable line per case:
     BENCH {"case":"softbody",...}   (section 5: one line per volume stiffness)
     BENCH {"case":"smallsteps",...} (section 7b; section 7's figures are in the
                                      curtain lines: simd_*, scalar_*)
+    BENCH {"case":"aero",...}       (section 8: the aerodynamic stage alone, one
+                                     line per grid size)
 
 Timing targets are reported as PASS/MISS and never change the exit code. The
 exit code is non-zero only when an executable fails or crashes, or when the
@@ -79,6 +81,9 @@ SIMD_TARGET_BULLET = 10.0   # issue 8: and >= 10x Bullet in the same run
 SMALLSTEPS = (64, 8, 1, 300)  # issue 8: XPBD + tethers, N, substeps, iterations, steps
 SMALLSTEPS_RUNS = 3
 SMALLSTEPS_TARGET_MPS = 300
+AERO_SIZES = (32, 64, 128)  # section 8: the aerodynamic stage alone
+AERO_WARMUP = 120
+AERO_SAMPLE_SECONDS = 0.1   # each timed sample of the slowest case
 
 
 class BenchError(Exception):
@@ -346,6 +351,101 @@ def print_simd(curtains, small):
         print("   projections: distance constraints x substeps x iterations (tethers, one per "
               "particle, are extra).")
         print()
+
+
+def run_aero(build, before, samples, log):
+    """Section 8: the aerodynamic stage alone (bench_clothd `aero`,
+    `aerosample`): a default curtain in a 3 m/s wind, frozen (mass 1e9 kg)
+    after its warm-up, the stage called over and over. Cases, interleaved
+    sample by sample in a rotating order: the flat plate ("aero") on the
+    scalar and the AVX2 kernel (one process, the path switched between
+    samples), "dragLift" (the old model, scalar kernel) and, with
+    --aero-before, an older tree's bench_clothd (its "aero")."""
+    plate = Engine("bench_clothd (aero)", os.path.join(build, "bench_clothd"))
+    engines = [plate]
+    try:
+        drag_lift = Engine("bench_clothd (dragLift)", os.path.join(build, "bench_clothd"))
+        engines.append(drag_lift)
+        old = None
+        if before:
+            old = Engine("bench_clothd (before)", before)
+            engines.append(old)
+        meter = CpuMeter(engines)
+        rows = []
+        for n in AERO_SIZES:
+            log(f"  aero: the stage alone on a {n}² curtain, {samples} interleaved samples ...")
+            cases = [("plate_scalar", plate, "scalar"), ("plate_avx2", plate, "avx2"),
+                     ("drag_lift", drag_lift, "scalar")]
+            simd = plate.ask(f"aero {n} aero {AERO_WARMUP}", "AERO_READY")
+            drag_lift.ask(f"aero {n} dragLift {AERO_WARMUP}", "AERO_READY")
+            if old is not None:
+                old.ask(f"aero {n} aero {AERO_WARMUP}", "AERO_READY")
+                cases.insert(0, ("before", old, "scalar"))
+            triangles = simd["triangles"]
+            # Calls per sample: the slowest case (before: ~25 ns a triangle)
+            # lasts about AERO_SAMPLE_SECONDS.
+            calls = max(5, round(AERO_SAMPLE_SECONDS / (triangles * 25e-9)))
+            got = {key: [] for key, _, _ in cases}
+            for k in range(samples):
+                for j in range(len(cases)):
+                    key, eng, path = cases[(k + j) % len(cases)]
+                    if path == "avx2" and not simd["avx2"]:
+                        continue
+                    r = eng.ask(f"aerosample {path} {calls}", "AERO_SAMPLE")
+                    got[key].append(r["cpu_ns_per_triangle"])
+            med = {key: statistics.median(v) for key, v in got.items() if v}
+            row = {"case": "aero", "n": n, "triangles": triangles, "calls_per_sample": calls,
+                   "samples": samples, "wind": [3.0, 0.0, 1.5]}
+            for key, v in med.items():
+                row[f"{key}_cpu_ns_per_triangle"] = round(v, 3)
+                row[f"{key}_spread_pct"] = round(spread(got[key]), 1)
+            if "before" in med:
+                for key in ("plate_scalar", "plate_avx2", "drag_lift"):
+                    if key in med:
+                        row[f"before_over_{key}"] = round(med["before"] / med[key], 2)
+            if "plate_avx2" in med:
+                row["plate_scalar_over_avx2"] = round(med["plate_scalar"] / med["plate_avx2"], 2)
+            rows.append(row)
+        others = meter.others()
+        for row in rows:
+            row["other_load_cores"] = round_or_none(others)
+        return rows
+    finally:
+        for e in engines:
+            e.close()
+
+
+def print_aero(rows):
+    if not rows:
+        return
+    has_before = any("before_cpu_ns_per_triangle" in r for r in rows)
+    print("8. The aerodynamic stage alone (issue 8): a default curtain in a 3 m/s wind, top row pinned, "
+          "frozen after 120 steps; thread-CPU ns per triangle, median of "
+          f"{rows[0]['samples']} interleaved samples")
+    out = []
+    for r in rows:
+        line = [f"{r['n']}²", f"{r['triangles']}"]
+        if has_before:
+            line.append(f"{r.get('before_cpu_ns_per_triangle', float('nan')):.2f}")
+        line += [f"{r['drag_lift_cpu_ns_per_triangle']:.2f}", f"{r['plate_scalar_cpu_ns_per_triangle']:.2f}",
+                 f"{r.get('plate_avx2_cpu_ns_per_triangle', float('nan')):.2f}",
+                 f"{r.get('plate_scalar_over_avx2', float('nan')):.2f}×"]
+        if has_before:
+            line.append(f"{r.get('before_over_plate_avx2', float('nan')):.2f}×")
+        out.append(line)
+    header = ["grid", "triangles"]
+    if has_before:
+        header.append("before")
+    header += ["dragLift", "aero scalar", "aero AVX2", "scalar/AVX2"]
+    if has_before:
+        header.append("before/AVX2")
+    print(table(header, out))
+    print("   before: the older tree given with --aero-before (its \"aero\": drag and lift, each triangle")
+    print("   written at once in grid order). dragLift: that model in the new order (scalar kernel).")
+    print("   aero: the flat plate, on the scalar reference and on the AVX2 kernel (bit-identical).")
+    if rows[0].get("other_load_cores") is not None:
+        print(other_load_text(rows[0]["other_load_cores"]))
+    print()
 
 
 def run_workers(clothd, us_32, samples, log):
@@ -729,7 +829,7 @@ def other_load_text(cores):
 
 
 def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec=None, small=None,
-                 split=None):
+                 split=None, aero=None):
     print()
     print(f"clothd bench — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} cores, "
           f"{platform.machine()}, {elapsed:.0f} s, load average before the run {LOAD_BEFORE}")
@@ -821,12 +921,13 @@ def print_report(curtains, workers, memory, others, elapsed, depth=None, selfsec
     if selfsec:
         print_self(selfsec)
     print_simd(curtains, small)
+    print_aero(aero)
     depth_rows = [r for key in ("substeps", "xpbd", "defaults", "sleep")
                   for r in (depth or {}).get(key, [])]
     self_rows = [r for key in ("self", "self_wide", "softbody") for r in (selfsec or {}).get(key, [])]
     for row in (curtains + ([workers] if workers else []) + ([split] if split else [])
                 + ([memory] if memory else [])
-                + depth_rows + self_rows + ([small] if small else [])):
+                + depth_rows + self_rows + ([small] if small else []) + (aero or [])):
         print("BENCH " + json.dumps(row, separators=(",", ":")))
 
 
@@ -844,6 +945,10 @@ def main():
                     help="skip section 5, self-collision and soft bodies")
     ap.add_argument("--no-simd", action="store_true",
                     help="skip section 7, the scalar kernel beside the SIMD one")
+    ap.add_argument("--no-aero", action="store_true",
+                    help="skip section 8, the aerodynamic stage alone")
+    ap.add_argument("--aero-before", metavar="PATH",
+                    help="a bench_clothd built from an older tree, timed in section 8 beside this one")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args()
     if not 1 <= args.samples <= 64:
@@ -859,6 +964,7 @@ def main():
     start = time.monotonic()
     engines = []
     curtains, workers, memory, depth, selfsec, small, split = [], None, None, {}, {}, None, None
+    aero = []
     others = {}  # section -> cores used by other processes meanwhile
     status = 0
     try:
@@ -911,6 +1017,9 @@ def main():
             small = run_smallsteps(clothd, scalar, log)
             scalar.close()
         memory = run_memory(clothd)
+        if not args.no_aero:
+            log("clothd bench: the aerodynamic stage ...")
+            aero = run_aero(args.build, args.aero_before, args.samples, log)
         if not args.no_depth:
             log("clothd bench: the solver's depth ...")
             depth = run_depth(clothd, args.samples, log)
@@ -930,7 +1039,7 @@ def main():
     for c in curtains:
         c["other_load_cores"] = round_or_none(others.get("curtains"))
     print_report(curtains, workers, memory, others, time.monotonic() - start, depth, selfsec, small,
-                 split)
+                 split, aero)
     if workers and not workers["identical"]:
         print("bench: FAIL: positions differ between 1 and 2 workers", file=sys.stderr)
     return status
