@@ -451,6 +451,7 @@ static void fall_face_first(const char *path, double *speed, double *cupping)
     def.down = fx_v3(0, 0, 1); /* horizontal */
     def.origin = fx_v3(0, 100, 0);
     def.damping = 0.0f;
+    def.velocity_retention = CD_UNSET; /* the seed's per-step damping */
     def.substeps = 2;
     def.solver_iterations = 2;
     def.sleep_threshold = 0.0f;

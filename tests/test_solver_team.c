@@ -185,7 +185,7 @@ static void aero_run(cd_job *job)
     const uint32_t n = cd_instance_particle_count(aj->inst);
     for (int k = 0; k < AERO_STAGES_PER_STEP; k++) {
         cd_stage_aerodynamics(aj->inst, aj->sub);
-        aj->chain = aj->chain * 31 + fnv1a(aj->inst->prev, sizeof(float) * 3 * n);
+        aj->chain = aj->chain * 31 + fx_fnv1a(aj->inst->prev, sizeof(float) * 3 * n);
     }
     cd_team_step_done(aj->inst->team); /* what cd_instance_step does after a step */
 }
