@@ -33,6 +33,8 @@
 
 #include <immintrin.h>
 
+#include "avx2_runs.h"
+
 #define AVX2 __attribute__((target("avx2")))
 #define INLINE AVX2 __attribute__((always_inline)) static inline
 
@@ -40,38 +42,17 @@ typedef struct xyz {
     __m256 x, y, z;
 } xyz;
 
-/* x, y, z of 8 consecutive particles from 24 floats (as distance_avx2.c's
- * runs: 6 16-byte loads and 5 shuffles). */
+/* x, y, z of 8 consecutive particles (avx2_runs.h). */
 INLINE xyz load_run(const float *p)
 {
-    __m256 m03 = _mm256_castps128_ps256(_mm_loadu_ps(p));     /* x0 y0 z0 x1 */
-    __m256 m14 = _mm256_castps128_ps256(_mm_loadu_ps(p + 4)); /* y1 z1 x2 y2 */
-    __m256 m25 = _mm256_castps128_ps256(_mm_loadu_ps(p + 8)); /* z2 x3 y3 z3 */
-    m03 = _mm256_insertf128_ps(m03, _mm_loadu_ps(p + 12), 1); /* | x4 y4 z4 x5 */
-    m14 = _mm256_insertf128_ps(m14, _mm_loadu_ps(p + 16), 1); /* | y5 z5 x6 y6 */
-    m25 = _mm256_insertf128_ps(m25, _mm_loadu_ps(p + 20), 1); /* | z6 x7 y7 z7 */
-    const __m256 xy = _mm256_shuffle_ps(m14, m25, _MM_SHUFFLE(2, 1, 3, 2)); /* x2 y2 x3 y3 */
-    const __m256 yz = _mm256_shuffle_ps(m03, m14, _MM_SHUFFLE(1, 0, 2, 1)); /* y0 z0 y1 z1 */
-    return (xyz){_mm256_shuffle_ps(m03, xy, _MM_SHUFFLE(2, 0, 3, 0)),
-                 _mm256_shuffle_ps(yz, xy, _MM_SHUFFLE(3, 1, 2, 0)),
-                 _mm256_shuffle_ps(yz, m25, _MM_SHUFFLE(3, 0, 3, 1))};
+    xyz v;
+    cd_avx2_load_run(p, &v.x, &v.y, &v.z);
+    return v;
 }
 
-/* The inverse of load_run: exactly the run's 24 floats. */
 INLINE void store_run(float *p, xyz v)
 {
-    const __m256 rxy = _mm256_shuffle_ps(v.x, v.y, _MM_SHUFFLE(2, 0, 2, 0)); /* x0 x2 y0 y2 */
-    const __m256 ryz = _mm256_shuffle_ps(v.y, v.z, _MM_SHUFFLE(3, 1, 3, 1)); /* y1 y3 z1 z3 */
-    const __m256 rzx = _mm256_shuffle_ps(v.z, v.x, _MM_SHUFFLE(3, 1, 2, 0)); /* z0 z2 x1 x3 */
-    const __m256 r03 = _mm256_shuffle_ps(rxy, rzx, _MM_SHUFFLE(2, 0, 2, 0)); /* x0 y0 z0 x1 */
-    const __m256 r14 = _mm256_shuffle_ps(ryz, rxy, _MM_SHUFFLE(3, 1, 2, 0)); /* y1 z1 x2 y2 */
-    const __m256 r25 = _mm256_shuffle_ps(rzx, ryz, _MM_SHUFFLE(3, 1, 3, 1)); /* z2 x3 y3 z3 */
-    _mm_storeu_ps(p, _mm256_castps256_ps128(r03));
-    _mm_storeu_ps(p + 4, _mm256_castps256_ps128(r14));
-    _mm_storeu_ps(p + 8, _mm256_castps256_ps128(r25));
-    _mm_storeu_ps(p + 12, _mm256_extractf128_ps(r03, 1));
-    _mm_storeu_ps(p + 16, _mm256_extractf128_ps(r14, 1));
-    _mm_storeu_ps(p + 20, _mm256_extractf128_ps(r25, 1));
+    cd_avx2_store_run(p, v.x, v.y, v.z);
 }
 
 /* 8 + 8 values -> the even ones (0 2 .. 14) and the odd ones (1 3 .. 15),

@@ -25,6 +25,8 @@
 
 #include <immintrin.h>
 
+#include "avx2_runs.h"
+
 #define AVX2 __attribute__((target("avx2")))
 
 typedef struct block {
@@ -33,40 +35,6 @@ typedef struct block {
     __m256 dx, dy, dz, d2;
     bool run_a, run_b; /* the 8 ends are consecutive particles */
 } block;
-
-/* x, y, z of 8 consecutive particles from 24 floats (6 16-byte loads and 5
- * shuffles per 128-bit half). */
-AVX2 static inline void load_run(const float *p, __m256 *x, __m256 *y, __m256 *z)
-{
-    __m256 m03 = _mm256_castps128_ps256(_mm_loadu_ps(p));     /* x0 y0 z0 x1 */
-    __m256 m14 = _mm256_castps128_ps256(_mm_loadu_ps(p + 4)); /* y1 z1 x2 y2 */
-    __m256 m25 = _mm256_castps128_ps256(_mm_loadu_ps(p + 8)); /* z2 x3 y3 z3 */
-    m03 = _mm256_insertf128_ps(m03, _mm_loadu_ps(p + 12), 1); /* | x4 y4 z4 x5 */
-    m14 = _mm256_insertf128_ps(m14, _mm_loadu_ps(p + 16), 1); /* | y5 z5 x6 y6 */
-    m25 = _mm256_insertf128_ps(m25, _mm_loadu_ps(p + 20), 1); /* | z6 x7 y7 z7 */
-    const __m256 xy = _mm256_shuffle_ps(m14, m25, _MM_SHUFFLE(2, 1, 3, 2)); /* x2 y2 x3 y3 */
-    const __m256 yz = _mm256_shuffle_ps(m03, m14, _MM_SHUFFLE(1, 0, 2, 1)); /* y0 z0 y1 z1 */
-    *x = _mm256_shuffle_ps(m03, xy, _MM_SHUFFLE(2, 0, 3, 0));
-    *y = _mm256_shuffle_ps(yz, xy, _MM_SHUFFLE(3, 1, 2, 0));
-    *z = _mm256_shuffle_ps(yz, m25, _MM_SHUFFLE(3, 0, 3, 1));
-}
-
-/* The inverse of load_run: 24 floats, exactly the run's. */
-AVX2 static inline void store_run(float *p, __m256 x, __m256 y, __m256 z)
-{
-    const __m256 rxy = _mm256_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)); /* x0 x2 y0 y2 */
-    const __m256 ryz = _mm256_shuffle_ps(y, z, _MM_SHUFFLE(3, 1, 3, 1)); /* y1 y3 z1 z3 */
-    const __m256 rzx = _mm256_shuffle_ps(z, x, _MM_SHUFFLE(3, 1, 2, 0)); /* z0 z2 x1 x3 */
-    const __m256 r03 = _mm256_shuffle_ps(rxy, rzx, _MM_SHUFFLE(2, 0, 2, 0)); /* x0 y0 z0 x1 */
-    const __m256 r14 = _mm256_shuffle_ps(ryz, rxy, _MM_SHUFFLE(3, 1, 2, 0)); /* y1 z1 x2 y2 */
-    const __m256 r25 = _mm256_shuffle_ps(rzx, ryz, _MM_SHUFFLE(3, 1, 3, 1)); /* z2 x3 y3 z3 */
-    _mm_storeu_ps(p, _mm256_castps256_ps128(r03));
-    _mm_storeu_ps(p + 4, _mm256_castps256_ps128(r14));
-    _mm_storeu_ps(p + 8, _mm256_castps256_ps128(r25));
-    _mm_storeu_ps(p + 12, _mm256_extractf128_ps(r03, 1));
-    _mm_storeu_ps(p + 16, _mm256_extractf128_ps(r14, 1));
-    _mm_storeu_ps(p + 20, _mm256_extractf128_ps(r25, 1));
-}
 
 /* True when idx[0..7] are idx[0], idx[0] + 1, ..., idx[0] + 7. */
 AVX2 static inline bool is_run(__m256i idx, uint32_t first)
@@ -113,14 +81,14 @@ AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
     k->run_a = is_run(ia, a[0]);
     k->run_b = is_run(ib, b[0]);
     if (k->run_a) {
-        load_run(pos + 3 * (size_t)a[0], &k->xa, &k->ya, &k->za);
+        cd_avx2_load_run(pos + 3 * (size_t)a[0], &k->xa, &k->ya, &k->za);
         k->wa = _mm256_loadu_ps(w + a[0]);
     } else {
         load_xyz(pos, a, &k->xa, &k->ya, &k->za);
         k->wa = _mm256_i32gather_ps(w, ia, 4);
     }
     if (k->run_b) {
-        load_run(pos + 3 * (size_t)b[0], &k->xb, &k->yb, &k->zb);
+        cd_avx2_load_run(pos + 3 * (size_t)b[0], &k->xb, &k->yb, &k->zb);
         k->wb = _mm256_loadu_ps(w + b[0]);
     } else {
         load_xyz(pos, b, &k->xb, &k->yb, &k->zb);
@@ -193,11 +161,11 @@ AVX2 static inline void store_block(const block *k, float *pos, const uint32_t *
     /* A run is never padded (padding is particle 0 after a real lane), so
      * its block has 8 real lanes and owns all 24 floats it stores. */
     if (k->run_a)
-        store_run(pos + 3 * (size_t)a[0], xa, ya, za);
+        cd_avx2_store_run(pos + 3 * (size_t)a[0], xa, ya, za);
     else
         store_lanes(pos, a, xa, ya, za, lanes);
     if (k->run_b)
-        store_run(pos + 3 * (size_t)b[0], xb, yb, zb);
+        cd_avx2_store_run(pos + 3 * (size_t)b[0], xb, yb, zb);
     else
         store_lanes(pos, b, xb, yb, zb, lanes);
 }
