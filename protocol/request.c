@@ -14,6 +14,7 @@
 #include "protocol.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -108,8 +109,52 @@ static const cJSON *required(const cJSON *obj, const char *name, cd_error *err)
     return item;
 }
 
+/* Edit distance of a and b (insert, delete, substitute, case-blind),
+ * capped: anything above 3 reads as 3. For "did you mean". */
+static int name_distance(const char *a, const char *b)
+{
+    enum { CAP = 3, LEN = 32 };
+    const size_t n = strlen(a), m = strlen(b);
+    if (n >= LEN || m >= LEN)
+        return CAP;
+    int row[LEN + 1];
+    for (size_t j = 0; j <= m; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diagonal = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            const int up = row[j];
+            const int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            int best = diagonal + (same ? 0 : 1);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diagonal = up;
+        }
+    }
+    return row[m] < CAP ? row[m] : CAP;
+}
+
+/* The name of `names` closest to `given` within 2 edits (a typo, a case
+ * slip), or NULL. */
+static const char *closest_name(const char *given, const char *const *names, size_t count)
+{
+    const char *best = NULL;
+    int best_distance = 3;
+    for (size_t i = 0; i < count; i++) {
+        const int d = name_distance(given, names[i]);
+        if (d < best_distance) {
+            best_distance = d;
+            best = names[i];
+        }
+    }
+    return best;
+}
+
 /* A required string member compared against `names`; *index is the match.
- * `what` words the unknown case: "unknown collider type \"x\"". */
+ * `what` words the unknown case, which lists the names: "unknown collider
+ * type \"x\" (one of \"sphere\", \"capsule\", \"plane\")". */
 static cd_status read_enum(const cJSON *obj, const char *field, const char *const *names,
                            size_t count, const char *what, bool is_required, size_t *index,
                            cd_error *err)
@@ -128,9 +173,13 @@ static cd_status read_enum(const cJSON *obj, const char *field, const char *cons
             return CD_OK;
         }
     }
-    char quoted[QUOTE_CAP];
+    char quoted[QUOTE_CAP], choices[96] = "";
     cd_json_quote_safe(quoted, sizeof quoted, item->valuestring);
-    return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown %s \"%s\"", field, what, quoted);
+    for (size_t i = 0, used = 0; i < count && used < sizeof choices; i++)
+        used += (size_t)snprintf(choices + used, sizeof choices - used, "%s\"%s\"",
+                                 i == 0 ? "" : i + 1 == count ? " or " : ", ", names[i]);
+    return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown %s \"%s\" (one of %s)", field, what,
+                   quoted, choices);
 }
 
 /* "instance" or "instances" or neither (= all) into `list`. */
@@ -731,8 +780,16 @@ static cd_status parse_object(const cJSON *root, const cd_limits *lim, cd_reques
         }
     }
     if (!entry) {
+        /* 23 names do not fit a message: the nearest one does. */
+        const char *names[CD_CMD_COUNT];
+        for (size_t i = 0; i < CD_CMD_COUNT; i++)
+            names[i] = commands[i].name;
+        const char *near = closest_name(cmd->valuestring, names, CD_CMD_COUNT);
         char quoted[QUOTE_CAP];
         cd_json_quote_safe(quoted, sizeof quoted, cmd->valuestring);
+        if (near != NULL)
+            return cd_fail(err, CD_E_UNKNOWN_COMMAND,
+                           "unknown command \"%s\" (did you mean \"%s\"?)", quoted, near);
         return cd_fail(err, CD_E_UNKNOWN_COMMAND, "unknown command \"%s\"", quoted);
     }
 

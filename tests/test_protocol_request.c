@@ -125,8 +125,16 @@ Test(protocol_request, cmd_not_a_string_is_invalid_argument)
 Test(protocol_request, unknown_cmd_is_unknown_command)
 {
     expect_error("{\"cmd\":\"foo\"}", CD_E_UNKNOWN_COMMAND, "unknown command \"foo\"");
-    /* Names are case-sensitive. */
-    expect_error("{\"cmd\":\"Create\"}", CD_E_UNKNOWN_COMMAND, "unknown command \"Create\"");
+    /* Names are case-sensitive; a near miss (2 edits at most, case-blind)
+     * names the command it is nearest to. */
+    expect_error("{\"cmd\":\"Create\"}", CD_E_UNKNOWN_COMMAND,
+                 "unknown command \"Create\" (did you mean \"create\"?)");
+    expect_error("{\"cmd\":\"creat\"}", CD_E_UNKNOWN_COMMAND,
+                 "unknown command \"creat\" (did you mean \"create\"?)");
+    expect_error("{\"cmd\":\"addcolider\"}", CD_E_UNKNOWN_COMMAND,
+                 "unknown command \"addcolider\" (did you mean \"addCollider\"?)");
+    expect_error("{\"cmd\":\"stpe\"}", CD_E_UNKNOWN_COMMAND,
+                 "unknown command \"stpe\" (did you mean \"step\"?)");
 }
 
 Test(protocol_request, unknown_cmd_message_stays_on_one_line)
@@ -417,7 +425,7 @@ Test(protocol_request, create_ignores_an_instance_member)
 Test(protocol_request, create_rejects_unknown_type)
 {
     expect_error("{\"cmd\":\"create\",\"type\":\"rope\"}", CD_E_INVALID_ARGUMENT,
-                 "type: unknown instance type \"rope\"");
+                 "type: unknown instance type \"rope\" (one of \"cloth\" or \"softbody\")");
     expect_error("{\"cmd\":\"create\",\"type\":1}", CD_E_INVALID_ARGUMENT,
                  "type: must be a string");
 }
@@ -868,7 +876,8 @@ Test(protocol_request, add_collider_type_is_required_and_known)
     expect_error("{\"cmd\":\"addCollider\",\"instance\":1}", CD_E_INVALID_ARGUMENT,
                  "type: required");
     expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"cube\"}",
-                 CD_E_INVALID_ARGUMENT, "type: unknown collider type \"cube\"");
+                 CD_E_INVALID_ARGUMENT,
+                 "type: unknown collider type \"cube\" (one of \"sphere\", \"capsule\" or \"plane\")");
     expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":2}", CD_E_INVALID_ARGUMENT,
                  "type: must be a string");
 }

@@ -31,6 +31,8 @@ class ErrorsTest(ServerTestCase):
 
     def test_unknown_command_should_name_it(self):
         self.check({"cmd": "fly"}, "unknown_command", message='unknown command "fly"')
+        self.check({"cmd": "creat"}, "unknown_command",
+                   message='unknown command "creat" (did you mean "create"?)')
         self.check({"cmd": "Create"}, "unknown_command")
 
     def test_bad_create_fields_should_be_invalid_argument(self):
@@ -49,7 +51,8 @@ class ErrorsTest(ServerTestCase):
         ]
         for fields, field in cases:
             self.check({"cmd": "create", **fields}, "invalid_argument", field)
-        self.check({"cmd": "create", "type": "rope"}, "invalid_argument", message='type: unknown instance type "rope"')
+        self.check({"cmd": "create", "type": "rope"}, "invalid_argument",
+                   message='type: unknown instance type "rope" (one of "cloth" or "softbody")')
 
     def test_number_literals_that_overflow_should_be_rejected_as_not_finite(self):
         self.check('{"cmd":"create","spacing":1e999}', "invalid_argument", "spacing")
