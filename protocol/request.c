@@ -319,18 +319,60 @@ static cd_status parse_nothing(const cJSON *obj, const cd_limits *lim, cd_reques
     return CD_OK;
 }
 
+/* Every member of `obj` is one the command reads: the envelope's `id` and
+ * `cmd`, the cloth options, and `extra`. A misspelt option used to be
+ * accepted and do nothing (issue 12: `stretchComplience`); it is refused,
+ * naming it and the nearest known name. */
+static cd_status check_members(const cJSON *obj, const char *const *extra, size_t extra_count,
+                               cd_error *err)
+{
+    const char *names[CD_OPT_COUNT + 16];
+    size_t count = 0;
+    names[count++] = "id";
+    names[count++] = "cmd";
+    for (size_t i = 0; i < CD_OPT_COUNT; i++)
+        names[count++] = cd_cloth_option_specs[i].name;
+    for (size_t i = 0; i < extra_count && count < COUNT_OF(names); i++)
+        names[count++] = extra[i];
+    for (const cJSON *m = obj->child; m != NULL; m = m->next) {
+        bool known = false;
+        for (size_t i = 0; i < count && !known; i++)
+            known = strcmp(m->string, names[i]) == 0;
+        if (known)
+            continue;
+        char quoted[QUOTE_CAP];
+        cd_json_quote_safe(quoted, sizeof quoted, m->string);
+        const char *near = closest_name(m->string, names, count);
+        if (near != NULL)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "%s: unknown member (did you mean \"%s\"?)", quoted, near);
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown member", quoted);
+    }
+    return CD_OK;
+}
+
 static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request *req,
                               cd_error *err)
 {
     /* Index order = cd_instance_type order. */
     static const char *const types[] = {"cloth", "softbody"};
+    /* `instance` is the envelope's, ignored by create (commands.h). */
+    static const char *const cloth_members[] = {"type", "instance"};
+    static const char *const softbody_members[] = {"type",   "instance", "shape",  "vertices",
+                                                   "tetrahedra", "size", "center", "radius",
+                                                   "resolution", "cells"};
     size_t type = 0;
     cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "instance type", false, &type,
                              err);
     if (st != CD_OK)
         return st;
-    if (type == CD_INSTANCE_SOFTBODY)
+    if (type == CD_INSTANCE_SOFTBODY) {
+        if ((st = check_members(obj, softbody_members, COUNT_OF(softbody_members), err)) != CD_OK)
+            return st;
         return cd_parse_softbody(obj, lim, req, err);
+    }
+    if ((st = check_members(obj, cloth_members, COUNT_OF(cloth_members), err)) != CD_OK)
+        return st;
     req->as.create.type = CD_INSTANCE_CLOTH;
     cd_cloth_def def = cd_default_cloth_def();
     if ((st = cd_parse_cloth_options(obj, false, &def, NULL, err)) != CD_OK)
@@ -460,6 +502,10 @@ static cd_status parse_set(const cJSON *obj, const cd_limits *lim, cd_request *r
                            cd_error *err)
 {
     (void)lim;
+    static const char *const set_members[] = {"instance"};
+    cd_status st = check_members(obj, set_members, COUNT_OF(set_members), err);
+    if (st != CD_OK)
+        return st;
     req->as.set.def = cd_default_cloth_def();
     return cd_parse_cloth_options(obj, true, &req->as.set.def, &req->as.set.present, err);
 }

@@ -1242,3 +1242,22 @@ Test(protocol_request, tabs_and_carriage_returns_between_tokens_and_utf8_in_stri
     cr_assert_str_eq(req.id->valuestring, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
     cd_request_free(&req);
 }
+
+Test(protocol_request, create_and_set_refuse_an_unknown_member_naming_the_nearest_option)
+{
+    /* Issue 12: a misspelt option was accepted and did nothing. */
+    expect_error("{\"cmd\":\"create\",\"stretchComplience\":0.001}", CD_E_INVALID_ARGUMENT,
+                 "stretchComplience: unknown member (did you mean \"stretchCompliance\"?)");
+    expect_error("{\"cmd\":\"create\",\"widht\":4}", CD_E_INVALID_ARGUMENT,
+                 "widht: unknown member (did you mean \"width\"?)");
+    expect_error("{\"cmd\":\"create\",\"colour\":\"red\"}", CD_E_INVALID_ARGUMENT,
+                 "colour: unknown member");
+    expect_error("{\"cmd\":\"create\",\"type\":\"softbody\",\"shape\":\"ball\",\"raduis\":1}",
+                 CD_E_INVALID_ARGUMENT, "raduis: unknown member (did you mean \"radius\"?)");
+    expect_error("{\"cmd\":\"set\",\"instance\":1,\"Mass\":2}", CD_E_INVALID_ARGUMENT,
+                 "Mass: unknown member (did you mean \"mass\"?)");
+    /* Other commands still ignore what they do not read. */
+    cd_request req;
+    parse_ok("{\"cmd\":\"status\",\"verbose\":true}", &req);
+    cd_request_free(&req);
+}

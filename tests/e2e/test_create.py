@@ -2,7 +2,7 @@
 
 import unittest
 
-from server import ServerTestCase, constraint_count, fresh_server, grid
+from server import ServerTestCase, assert_error, constraint_count, fresh_server, grid, send_line
 
 
 class CreateIdsTest(unittest.TestCase):
@@ -60,9 +60,26 @@ class CreateTest(ServerTestCase):
     def test_create_should_accept_every_documented_field(self):
         r = self.c.request("create", type="cloth", width=6, height=3, spacing=0.2, mass=2.5, stiffness=1,
                            bend_stiffness=0, damping=0, origin=[0, 1, 0], solver_iterations=256,
-                           right=[1, 0, 0], down=[0, -1, 0], gravity=[0, 0, 0], futureField={"x": 1})
+                           right=[1, 0, 0], down=[0, -1, 0], gravity=[0, 0, 0])
         self.assertEqual(r["particles"], 18)
         self.assertEqual(r["constraints"], constraint_count(6, 3))
+
+    def test_a_misspelt_option_should_be_refused_naming_it(self):
+        # Issue 12: accepted, it did nothing, and the cloth only looked wrong.
+        for line, message in (
+                ('{"cmd":"create","stretchComplience":0.001}',
+                 'stretchComplience: unknown member (did you mean "stretchCompliance"?)'),
+                ('{"cmd":"create","widht":4}', 'widht: unknown member (did you mean "width"?)'),
+                ('{"cmd":"create","type":"softbody","shape":"ball","raduis":0.2}',
+                 'raduis: unknown member (did you mean "radius"?)'),
+                ('{"cmd":"create","futureField":{"x":1}}', 'futureField: unknown member')):
+            reply = send_line(self.c, line)
+            assert_error(self, reply, "invalid_argument", message=message)
+        cid = self.c.create_cloth(width=3, height=3)
+        reply = send_line(self.c, '{"cmd":"set","instance":%d,"sleepTreshold":0}' % cid)
+        assert_error(self, reply, "invalid_argument",
+                     message='sleepTreshold: unknown member (did you mean "sleepThreshold"?)')
+        self.c.destroy(cid)
 
     def test_destroy_should_remove_the_instance_from_status(self):
         cid = self.c.create_cloth(width=3, height=3)
