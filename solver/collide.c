@@ -31,6 +31,8 @@
  * the one its dynamics use, unless particle_mass overrides it); the
  * collider is handed -coupling m delta / h, and its moment about the
  * collider's position. */
+#include <string.h>
+
 #include "internal.h"
 #include "vec3.h"
 
@@ -134,6 +136,12 @@ static void collide_block(cd_instance *inst, const void *ctx, uint32_t block)
     for (uint32_t k = 0; k < inst->collider_slots; k++)
         if (inst->colliders[k].active)
             collide_one(inst, &inst->colliders[k], ctx, begin, end);
+}
+
+void cd_stage_begin_contacts(cd_instance *inst)
+{
+    if (inst->contact_depth != NULL)
+        memset(inst->contact_depth, 0, sizeof(float) * inst->particle_count);
 }
 
 void cd_stage_contacts(cd_instance *inst, const cd_substep *sub)

@@ -139,8 +139,6 @@ void cd_stage_reset_multipliers(cd_instance *inst)
     }
     for (uint32_t t = 0; t < inst->tet_count; t++)
         inst->tets[t].lambda = 0.0f;
-    if (inst->contact_depth != NULL)
-        memset(inst->contact_depth, 0, sizeof(float) * inst->particle_count);
 }
 
 /* One colour of one group, and the projection's parameter. */

@@ -299,6 +299,8 @@ void cd_momentum_take_back(cd_instance *inst, float h, cd_vec3 change);
 /* Inside the solver iterations: soft bodies meet their colliders there too
  * (collide.c says why); cloth does not (contact_depth NULL). */
 void cd_stage_contacts(cd_instance *inst, const cd_substep *sub);
+/* Before a substep's passes: no depth corrected yet (soft bodies). */
+void cd_stage_begin_contacts(cd_instance *inst);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);
 void cd_stage_finish_colliders(cd_instance *inst);

@@ -23,22 +23,27 @@
 #include "internal.h"
 #include "vec3.h"
 
-/* Centre of mass and angular momentum about it, velocities over a substep
- * of length h. */
-static cd_vec3 angular_momentum(const cd_instance *inst, float h, cd_vec3 *centre)
+/* The centre of mass. */
+static cd_vec3 centre_of_mass(const cd_instance *inst)
 {
-    const uint32_t n = inst->particle_count;
     double m_sum = 0.0, cx = 0.0, cy = 0.0, cz = 0.0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
         const double m = 1.0 / inst->own_inv_mass[i];
         m_sum += m;
         cx += m * inst->pos[3 * i];
         cy += m * inst->pos[3 * i + 1];
         cz += m * inst->pos[3 * i + 2];
     }
-    const cd_vec3 c = cd_v3((float)(cx / m_sum), (float)(cy / m_sum), (float)(cz / m_sum));
+    return cd_v3((float)(cx / m_sum), (float)(cy / m_sum), (float)(cz / m_sum));
+}
+
+/* Angular momentum about the centre of mass, velocities over a substep of
+ * length h. */
+static cd_vec3 angular_momentum(const cd_instance *inst, float h)
+{
+    const cd_vec3 c = centre_of_mass(inst);
     double lx = 0.0, ly = 0.0, lz = 0.0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
         const double m = 1.0 / inst->own_inv_mass[i] / h;
         const cd_vec3 r = cd_v3_sub(cd_v3_load(&inst->pos[3 * i]), c);
         const cd_vec3 v = cd_v3_sub(cd_v3_load(&inst->pos[3 * i]), cd_v3_load(&inst->prev[3 * i]));
@@ -46,7 +51,6 @@ static cd_vec3 angular_momentum(const cd_instance *inst, float h, cd_vec3 *centr
         ly += m * ((double)r.z * v.x - (double)r.x * v.z);
         lz += m * ((double)r.x * v.y - (double)r.y * v.x);
     }
-    *centre = c;
     return cd_v3((float)lx, (float)ly, (float)lz);
 }
 
@@ -57,14 +61,12 @@ bool cd_momentum_kept(const cd_instance *inst)
 
 void cd_momentum_begin(const cd_instance *inst, float h, cd_vec3 *before)
 {
-    cd_vec3 c;
-    *before = angular_momentum(inst, h, &c);
+    *before = angular_momentum(inst, h);
 }
 
 void cd_momentum_add_change(const cd_instance *inst, float h, cd_vec3 before, cd_vec3 *change)
 {
-    cd_vec3 c;
-    *change = cd_v3_add(*change, cd_v3_sub(angular_momentum(inst, h, &c), before));
+    *change = cd_v3_add(*change, cd_v3_sub(angular_momentum(inst, h), before));
 }
 
 void cd_momentum_take_back(cd_instance *inst, float h, cd_vec3 change)
@@ -72,8 +74,7 @@ void cd_momentum_take_back(cd_instance *inst, float h, cd_vec3 change)
     if (change.x == 0.0f && change.y == 0.0f && change.z == 0.0f)
         return;
     const uint32_t n = inst->particle_count;
-    cd_vec3 c;
-    (void)angular_momentum(inst, h, &c);
+    const cd_vec3 c = centre_of_mass(inst);
     /* The inertia tensor about the centre, I = sum m (r.r E - r r^T). */
     double I[3][3] = {{0}};
     for (uint32_t i = 0; i < n; i++) {

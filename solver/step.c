@@ -123,6 +123,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
         cd_stage_aerodynamics(inst, &sub);
         cd_stage_integrate(inst, &sub);
         cd_stage_reset_multipliers(inst);
+        cd_stage_begin_contacts(inst);
         cd_vec3 turned = cd_v3(0, 0, 0); /* by the internal passes (momentum.c) */
         for (int32_t i = 0; i < d->solver_iterations; i++) {
             cd_vec3 before;
