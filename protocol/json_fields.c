@@ -198,30 +198,34 @@ static void *alloc_array(uint32_t n, size_t size, bool *failed)
     return p;
 }
 
-/* One loop for the three element kinds. */
-typedef cd_status (*element_reader)(const cJSON *item, const char *label, void *out,
-                                    cd_error *err);
+/* One loop for every element kind; `ctx` is the reader's (a range). */
+typedef cd_status (*element_reader)(const cJSON *item, const char *label, const void *ctx,
+                                    void *out, cd_error *err);
 
-static cd_status read_id_element(const cJSON *item, const char *label, void *out, cd_error *err)
+static cd_status read_id_element(const cJSON *item, const char *label, const void *ctx,
+                                 void *out, cd_error *err)
 {
+    (void)ctx;
     return cd_json_id(item, label, out, err);
 }
 
-static cd_status read_index_element(const cJSON *item, const char *label, void *out,
-                                    cd_error *err)
+static cd_status read_index_element(const cJSON *item, const char *label, const void *ctx,
+                                    void *out, cd_error *err)
 {
+    (void)ctx;
     return cd_json_index(item, label, out, err);
 }
 
-static cd_status read_vec3_element(const cJSON *item, const char *label, void *out,
-                                   cd_error *err)
+static cd_status read_vec3_element(const cJSON *item, const char *label, const void *ctx,
+                                   void *out, cd_error *err)
 {
+    (void)ctx;
     return cd_json_vec3(item, label, out, err);
 }
 
 static cd_status read_array(const cJSON *item, const char *label, uint32_t max_list,
-                            size_t elem_size, element_reader read, void **out, uint32_t *count,
-                            cd_error *err)
+                            size_t elem_size, element_reader read, const void *ctx, void **out,
+                            uint32_t *count, cd_error *err)
 {
     uint32_t n = 0;
     cd_status st = array_count(item, label, max_list, &n, err);
@@ -236,7 +240,7 @@ static cd_status read_array(const cJSON *item, const char *label, uint32_t max_l
     cJSON_ArrayForEach(e, item) {
         char elem_label[LABEL_CAP];
         snprintf(elem_label, sizeof elem_label, "%s[%" PRIu32 "]", label, i);
-        st = read(e, elem_label, data + (size_t)i * elem_size, err);
+        st = read(e, elem_label, ctx, data + (size_t)i * elem_size, err);
         if (st != CD_OK) {
             free(data);
             return st;
@@ -252,7 +256,7 @@ cd_status cd_json_id_array(const cJSON *item, const char *label, uint32_t max_li
                            cd_id **out, uint32_t *count, cd_error *err)
 {
     void *data = NULL;
-    cd_status st = read_array(item, label, max_list, sizeof(cd_id), read_id_element, &data,
+    cd_status st = read_array(item, label, max_list, sizeof(cd_id), read_id_element, NULL, &data,
                               count, err);
     if (st == CD_OK)
         *out = data;
@@ -263,7 +267,7 @@ cd_status cd_json_index_array(const cJSON *item, const char *label, uint32_t max
                               uint32_t **out, uint32_t *count, cd_error *err)
 {
     void *data = NULL;
-    cd_status st = read_array(item, label, max_list, sizeof(uint32_t), read_index_element,
+    cd_status st = read_array(item, label, max_list, sizeof(uint32_t), read_index_element, NULL,
                               &data, count, err);
     if (st == CD_OK)
         *out = data;
@@ -274,11 +278,63 @@ cd_status cd_json_vec3_array(const cJSON *item, const char *label, uint32_t max_
                              cd_vec3 **out, uint32_t *count, cd_error *err)
 {
     void *data = NULL;
-    cd_status st = read_array(item, label, max_list, sizeof(cd_vec3), read_vec3_element, &data,
+    cd_status st = read_array(item, label, max_list, sizeof(cd_vec3), read_vec3_element, NULL, &data,
                               count, err);
     if (st == CD_OK)
         *out = data;
     return st;
+}
+
+static cd_status read_float_element(const cJSON *item, const char *label, const void *ctx,
+                                    void *out, cd_error *err)
+{
+    return cd_json_float(item, label, ctx, out, err);
+}
+
+cd_status cd_json_float_array(const cJSON *item, const char *label, uint32_t max_list,
+                              const cd_float_range *range, float **out, uint32_t *count,
+                              cd_error *err)
+{
+    void *data = NULL;
+    cd_status st = read_array(item, label, max_list, sizeof(float), read_float_element, range,
+                              &data, count, err);
+    if (st == CD_OK)
+        *out = data;
+    return st;
+}
+
+cd_status cd_json_points(const cJSON *item, const char *label, uint32_t max_list, float **out,
+                         uint32_t *count, cd_error *err)
+{
+    if (cJSON_IsArray(item) && cJSON_IsNumber(item->child)) {
+        uint32_t n = 0;
+        cd_status st = cd_json_float_array(item, label, 3u * max_list, NULL, out, &n, err);
+        if (st != CD_OK)
+            return st;
+        if (n % 3 != 0) {
+            free(*out);
+            *out = NULL;
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "%s: %" PRIu32 " numbers is not a multiple of 3 (x, y, z per point)",
+                           label, n);
+        }
+        *count = n / 3;
+        return CD_OK;
+    }
+    cd_vec3 *v = NULL;
+    cd_status st = cd_json_vec3_array(item, label, max_list, &v, count, err);
+    if (st != CD_OK)
+        return st;
+    float *xyz = malloc(sizeof(float) * 3u * (*count ? *count : 1));
+    if (xyz == NULL) {
+        free(v);
+        return cd_fail(err, CD_E_INTERNAL, "%s: out of memory", label);
+    }
+    for (uint32_t i = 0; i < *count; i++)
+        memcpy(&xyz[3 * i], &v[i], 3 * sizeof(float));
+    free(v);
+    *out = xyz;
+    return CD_OK;
 }
 
 /* ---- safe quoting ------------------------------------------------------- */

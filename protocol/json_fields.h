@@ -71,6 +71,15 @@ cd_status cd_json_index_array(const cJSON *item, const char *label, uint32_t max
                               uint32_t **out, uint32_t *count, cd_error *err);
 cd_status cd_json_vec3_array(const cJSON *item, const char *label, uint32_t max_list,
                              cd_vec3 **out, uint32_t *count, cd_error *err);
+/* Finite numbers that fit a 32-bit float, each in `range` (NULL: any). */
+cd_status cd_json_float_array(const cJSON *item, const char *label, uint32_t max_list,
+                              const cd_float_range *range, float **out, uint32_t *count,
+                              cd_error *err);
+/* Points, either nested ([[x,y,z],...]) or flat ([x,y,z,x,y,z,...]):
+ * *out holds 3 floats per point, *count the points. A flat list holds at
+ * most 3 x max_list numbers; its length must be a multiple of 3. */
+cd_status cd_json_points(const cJSON *item, const char *label, uint32_t max_list, float **out,
+                         uint32_t *count, cd_error *err);
 
 /* ---- option tables (solver/options_table.h) ---- */
 

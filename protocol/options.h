@@ -19,6 +19,11 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
  * defaults) and the mesh, given as "vertices" + "tetrahedra" or generated
  * from "shape" ("box": size, cells, origin; "ball": radius, resolution,
  * center). Fills req->as.create. */
+/* create {"type":"cloth","vertices":...,"triangles":...}: fills
+ * req->as.create.def and cloth_mesh (owned: cd_tri_mesh_free). */
+cd_status cd_parse_mesh_cloth(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                              cd_error *err);
+void cd_tri_mesh_free(cd_tri_mesh *mesh);
 cd_status cd_parse_softbody(const cJSON *obj, const cd_limits *lim, cd_request *req,
                             cd_error *err);
 #endif

@@ -90,9 +90,15 @@ typedef struct cd_request {
     bool has_instance;  /* "instance" was given */
     cd_id instance;
     union {
-        /* cloth: def; soft body: def holds the options and mesh the
-         * vertices and tetrahedra (owned) */
-        struct { cd_instance_type type; cd_cloth_def def; cd_tet_mesh mesh; } create;
+        /* grid cloth: def; soft body: def holds the options and mesh the
+         * vertices and tetrahedra (owned); mesh cloth: def and cloth_mesh
+         * (owned; vertex_count 0 for a grid) */
+        struct {
+            cd_instance_type type;
+            cd_cloth_def def;
+            cd_tet_mesh mesh;
+            cd_tri_mesh cloth_mesh;
+        } create;
         /* pin and unpin; positions is NULL when none were given (pin in place) */
         struct {
             uint32_t count;

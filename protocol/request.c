@@ -358,6 +358,7 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     static const char *const types[] = {"cloth", "softbody"};
     /* `instance` is the envelope's, ignored by create (commands.h). */
     static const char *const cloth_members[] = {"type", "instance"};
+    static const char *const mesh_members[] = {"type", "instance", "vertices", "triangles", "uvs"};
     static const char *const softbody_members[] = {"type",   "instance", "shape",  "vertices",
                                                    "tetrahedra", "size", "center", "radius",
                                                    "resolution", "cells"};
@@ -370,6 +371,11 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
         if ((st = check_members(obj, softbody_members, COUNT_OF(softbody_members), err)) != CD_OK)
             return st;
         return cd_parse_softbody(obj, lim, req, err);
+    }
+    if (cd_json_member(obj, "vertices") != NULL) {
+        if ((st = check_members(obj, mesh_members, COUNT_OF(mesh_members), err)) != CD_OK)
+            return st;
+        return cd_parse_mesh_cloth(obj, lim, req, err);
     }
     if ((st = check_members(obj, cloth_members, COUNT_OF(cloth_members), err)) != CD_OK)
         return st;
@@ -702,6 +708,7 @@ static void free_payload(cd_request *req)
         free(req->as.step.instances.ids);
     } else if (payload == CD_PAYLOAD_MESH) {
         cd_mesh_free(&req->as.create.mesh);
+        cd_tri_mesh_free(&req->as.create.cloth_mesh);
     }
     memset(&req->as, 0, sizeof req->as);
 }

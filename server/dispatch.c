@@ -141,10 +141,13 @@ cd_dispatch_result cd_cmd_create(cd_conn *conn, const cd_request *req)
     cd_world *world = conn->server->world;
     const cd_cloth_def *def = &req->as.create.def;
     const bool soft = req->as.create.type == CD_INSTANCE_SOFTBODY;
+    const bool mesh = req->as.create.cloth_mesh.vertex_count > 0;
     cd_id id = 0;
     cd_field_fault fault;
-    cd_status st = soft ? cd_world_create_softbody_ex(world, &req->as.create.mesh, def, &id, &fault)
-                        : cd_world_create_cloth_ex(world, def, &id, &fault);
+    cd_status st = soft   ? cd_world_create_softbody_ex(world, &req->as.create.mesh, def, &id, &fault)
+                   : mesh ? cd_world_create_mesh_cloth_ex(world, &req->as.create.cloth_mesh, def,
+                                                          &id, &fault)
+                          : cd_world_create_cloth_ex(world, def, &id, &fault);
     if (st != CD_OK) {
         /* The solver names the field and says why. */
         reply_fault(conn, req, st, &fault);

@@ -33,9 +33,9 @@ cd_dispatch_result cd_cmd_topology(cd_conn *conn, const cd_request *req)
     cd_instance_get_info(inst, &info);
     uint32_t n = cd_instance_triangles(inst, NULL, 0);
     uint32_t *tris = malloc(sizeof(uint32_t) * 3u * (n ? n : 1));
-    float *uvs = info.type == CD_INSTANCE_CLOTH ? malloc(sizeof(float) * 2u * info.particles) : NULL;
+    float *uvs = malloc(sizeof(float) * 2u * (info.particles ? info.particles : 1));
     cJSON *reply = cd_reply_ok(req->id);
-    bool ok = tris != NULL && (info.type != CD_INSTANCE_CLOTH || uvs != NULL);
+    bool ok = tris != NULL && uvs != NULL;
     if (ok) {
         cd_instance_triangles(inst, tris, n);
         cJSON_AddNumberToObject(reply, "instance", info.id);
@@ -43,15 +43,8 @@ cd_dispatch_result cd_cmd_topology(cd_conn *conn, const cd_request *req)
         cJSON_AddNumberToObject(reply, "particles", info.particles);
         ok = add_uints(reply, "triangles", tris, 3u * (size_t)n);
     }
-    if (ok && uvs != NULL) {
-        /* The seed's: u = x / (w - 1), v = y / (h - 1). */
-        const uint32_t w = (uint32_t)info.width, h = (uint32_t)info.height;
-        for (uint32_t i = 0; i < info.particles; i++) {
-            uvs[2 * i] = (float)(i % w) / (float)(w - 1);
-            uvs[2 * i + 1] = (float)(i / w) / (float)(h - 1);
-        }
+    if (ok && cd_instance_uvs(inst, uvs))
         ok = cd_reply_add_float_list(reply, "uvs", uvs, 2u * (size_t)info.particles);
-    }
     free(tris);
     free(uvs);
     if (!ok) {

@@ -212,8 +212,9 @@ void cd_stage_aerodynamics(cd_instance *inst, const cd_substep *sub)
                    .drag = d->air_density * drag,
                    .lift = d->air_density * lift},
     };
-    if (inst->type == CD_INSTANCE_SOFTBODY) {
-        /* The surface faces, in the builder's order; inner faces see no air. */
+    if (!cd_is_grid(inst)) {
+        /* A mesh's triangles or a soft body's surface faces, in the
+         * builder's order (inner faces see no air). */
         for (uint32_t t = 0; t < inst->triangle_count; t++) {
             const uint32_t *tri = &inst->triangles[3 * t];
             if (plate)

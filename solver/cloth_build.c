@@ -176,6 +176,12 @@ void cd_instance_free(cd_instance *inst)
     free(inst->tets);
     free(inst->contact_depth);
     free(inst->triangles);
+    free(inst->uvs);
+    free(inst->edge_start);
+    free(inst->edge_to);
+    free(inst->edge_length);
+    free(inst->geodesic);
+    free(inst->heap);
     free(inst->hash_start);
     free(inst->hash_entries);
     free(inst->self_move);

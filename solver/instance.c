@@ -102,6 +102,12 @@ size_t cd_instance_memory(const cd_instance *inst)
            (inst->rest ? n * 3 * sizeof(float) : 0) +
            (inst->contact_depth ? n * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
            (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +
+           (inst->uvs ? n * 2 * sizeof(float) : 0) +
+           (inst->edge_start ? (n + 1) * sizeof(uint32_t) + n * sizeof(float) +
+                                   (size_t)inst->edge_start[n] *
+                                       (sizeof(uint32_t) + sizeof(float) + sizeof(cd_heap_entry)) +
+                                   n * sizeof(cd_heap_entry)
+                             : 0) +
            cd_self_collision_memory(inst) +
            (size_t)inst->pin_cap * sizeof(cd_pin) +
            (size_t)inst->collider_slots * sizeof(cd_collider) +
@@ -128,7 +134,7 @@ float cd_instance_max_structural_strain(const cd_instance *inst)
 
 uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap)
 {
-    if (inst->type == CD_INSTANCE_SOFTBODY) {
+    if (!cd_is_grid(inst)) {
         for (uint32_t t = 0; t < inst->triangle_count && t < cap; t++)
             memcpy(&indices[3 * t], &inst->triangles[3 * t], 3 * sizeof(uint32_t));
         return inst->triangle_count;
@@ -145,6 +151,22 @@ uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint3
                     memcpy(&indices[3 * n], &quad[3 * k], 3 * sizeof(uint32_t));
         }
     return n;
+}
+
+bool cd_instance_uvs(const cd_instance *inst, float *out)
+{
+    if (inst->uvs != NULL) {
+        memcpy(out, inst->uvs, sizeof(float) * 2u * inst->particle_count);
+        return true;
+    }
+    if (!cd_is_grid(inst))
+        return false;
+    const uint32_t w = (uint32_t)inst->width, h = (uint32_t)inst->height;
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
+        out[2 * i] = (float)(i % w) / (float)(w - 1);
+        out[2 * i + 1] = (float)(i / w) / (float)(h - 1);
+    }
+    return true;
 }
 
 float cd_instance_volume(const cd_instance *inst)

@@ -100,6 +100,12 @@ typedef struct cd_hash_entry {
     uint32_t particle;
 } cd_hash_entry;
 
+/* An entry of the geodesic search's queue (pins.c). */
+typedef struct cd_heap_entry {
+    float distance;
+    uint32_t particle;
+} cd_heap_entry;
+
 typedef struct cd_transform {
     char name[CD_TRANSFORM_NAME_MAX]; /* "" = free slot */
     cd_vec3 position;
@@ -168,6 +174,15 @@ struct cd_instance {
     float rest_volume;
     uint32_t *triangles;
     uint32_t triangle_count;
+    /* Mesh cloth: the UVs it was given (NULL: none), and its edges as a
+     * graph (CSR, rest lengths) with the scratch of the geodesic search
+     * that places its tethers (pins.c). */
+    float *uvs;
+    uint32_t *edge_start; /* particle_count + 1 */
+    uint32_t *edge_to;
+    float *edge_length;
+    float *geodesic;      /* particle_count: distance to the nearest pin */
+    cd_heap_entry *heap;  /* particle_count + edge ends: the search's queue */
 
     cd_pin *pins;
     uint32_t pin_count, pin_cap;
@@ -306,6 +321,36 @@ void cd_stage_finish_pins(cd_instance *inst);
 void cd_stage_finish_colliders(cd_instance *inst);
 bool cd_stage_guard_ok(cd_instance *inst, float *max_speed);
 void cd_stage_guard_restore(cd_instance *inst);
+
+/* The seed's grid (its triangles, neighbours and UVs are implicit), as
+ * opposed to a mesh cloth or a soft body, which list their triangles. */
+static inline bool cd_is_grid(const cd_instance *inst)
+{
+    return inst->type == CD_INSTANCE_CLOTH && inst->triangles == NULL;
+}
+
+/* A unique edge of a triangle mesh (a < b) with the triangles sharing it
+ * (1 on a border, 2 inside; UINT32_MAX fills the unused slot) and the
+ * vertex across from it in each. */
+typedef struct cd_mesh_edge {
+    uint32_t a, b;
+    uint32_t triangles;
+    uint32_t triangle[2];
+    uint32_t across[2];
+} cd_mesh_edge;
+/* The unique edges of `triangles` (indices checked by the caller), sorted
+ * by (a, b); malloc'd, NULL on out of memory. *non_manifold is the index
+ * of the first edge of more than two triangles (UINT32_MAX: none), whose
+ * `triangle` and `across` then hold the first two. */
+cd_mesh_edge *cd_tri_mesh_edges(const uint32_t *triangles, uint32_t triangle_count,
+                                uint32_t *edge_count, uint32_t *non_manifold);
+/* Half the length of (b - a) x (c - a) for the triangle's corners in `pos`. */
+float cd_triangle_area(const float *pos, const uint32_t *tri);
+/* Zero area, or a sliver (tri_mesh.c). */
+bool cd_triangle_degenerate(cd_vec3 a, cd_vec3 b, cd_vec3 c);
+/* Builds a cloth from a validated triangle mesh into a zeroed instance;
+ * false on out of memory. */
+bool cd_mesh_cloth_build(cd_instance *inst, const cd_tri_mesh *mesh, const cd_cloth_def *options);
 
 /* Builds a cloth grid into a zeroed instance; false on out of memory. */
 bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def);

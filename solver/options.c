@@ -355,7 +355,7 @@ cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t itera
  * each grid cell to each of its corners (interior particles 1, edges 1/2,
  * corners 1/4 of s^2 times the areal density; spread evenly instead, edges
  * carried twice the mass per area of the interior and a falling sheet
- * cupped); a soft body's by tetrahedron volume, a quarter of each tet's
+ * cupped), a mesh cloth's a third of each triangle to each corner; a soft body's by tetrahedron volume, a quarter of each tet's
  * share to each of its vertices (a vertex of no tet gets the average). */
 static void assign_masses(cd_instance *inst, float mass)
 {
@@ -363,7 +363,7 @@ static void assign_masses(cd_instance *inst, float mass)
     const float average = mass / (float)n;
     for (uint32_t i = 0; i < n; i++)
         inst->own_inv_mass[i] = 0.0f; /* used as the mass accumulator first */
-    if (inst->type == CD_INSTANCE_CLOTH) {
+    if (cd_is_grid(inst)) {
         const uint32_t w = (uint32_t)inst->width, h = (uint32_t)inst->height;
         const float per_corner = mass / (4.0f * (float)(w - 1) * (float)(h - 1));
         for (uint32_t y = 0; y < h; y++) {
@@ -372,6 +372,16 @@ static void assign_masses(cd_instance *inst, float mass)
                 const uint32_t cols = (x > 0) + (x + 1 < w);
                 inst->own_inv_mass[y * w + x] = per_corner * (float)(rows * cols);
             }
+        }
+    } else if (inst->type == CD_INSTANCE_CLOTH) {
+        float total = 0.0f;
+        for (uint32_t t = 0; t < inst->triangle_count; t++)
+            total += cd_triangle_area(inst->rest, &inst->triangles[3 * t]);
+        for (uint32_t t = 0; t < inst->triangle_count && total > 0.0f; t++) {
+            const uint32_t *tri = &inst->triangles[3 * t];
+            const float share = mass * cd_triangle_area(inst->rest, tri) / (3.0f * total);
+            for (int k = 0; k < 3; k++)
+                inst->own_inv_mass[tri[k]] += share;
         }
     } else if (inst->tet_count > 0 && inst->rest_volume > 0.0f) {
         for (uint32_t t = 0; t < inst->tet_count; t++) {
@@ -429,7 +439,7 @@ cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
     cd_status st = cd_cloth_options_check(def, fault);
     if (st == CD_OK)
         st = cd_self_distance_check(def->self_distance, inst->max_self_distance,
-                                    inst->type == CD_INSTANCE_CLOTH, fault);
+                                    cd_is_grid(inst), fault);
     if (st == CD_OK)
         st = cd_step_work_check(inst->particle_count, cd_substeps_bound(def), def->solver_iterations,
                                 inst->max_step_work, fault);

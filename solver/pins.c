@@ -238,10 +238,106 @@ static float tether_slack(const cd_instance *inst)
     const cd_cloth_def *d = &inst->def;
     if (!(d->stretch_compliance > 0.0f))
         return 0.0f;
-    const float link = inst->type == CD_INSTANCE_CLOTH ? d->spacing : inst->max_self_distance;
+    const float link = cd_is_grid(inst) ? d->spacing : inst->max_self_distance;
     const float g = sqrtf(d->gravity.x * d->gravity.x + d->gravity.y * d->gravity.y +
                           d->gravity.z * d->gravity.z);
     return link > 0.0f ? d->stretch_compliance * d->mass * g / link : 0.0f;
+}
+
+/* ---- geodesic distances over a mesh cloth's edges ---- */
+
+/* A binary min-heap of (distance, particle), ties broken by particle
+ * index: the search visits particles in a fixed order. */
+static bool heap_less(cd_heap_entry a, cd_heap_entry b)
+{
+    return a.distance < b.distance || (a.distance == b.distance && a.particle < b.particle);
+}
+
+static void heap_push(cd_heap_entry *h, uint32_t *size, cd_heap_entry v)
+{
+    uint32_t i = (*size)++;
+    while (i > 0 && heap_less(v, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static cd_heap_entry heap_pop(cd_heap_entry *h, uint32_t *size)
+{
+    const cd_heap_entry top = h[0], last = h[--(*size)];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= *size)
+            break;
+        if (c + 1 < *size && heap_less(h[c + 1], h[c]))
+            c++;
+        if (!heap_less(h[c], last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*size > 0)
+        h[i] = last;
+    return top;
+}
+
+/* Dijkstra from every pin at once over the rest lengths of the edges:
+ * each particle's distance along the cloth to its nearest pin, and that
+ * pin (a cape's hem is tied to the shoulder it hangs from, not to the one
+ * nearest through the neck cut-out). The graph holds the mesh's edges and
+ * the shortcuts across them (mesh_cloth.c). An entry is pushed once per pin and
+ * once per improvement, and an edge improves its far end at most once (a
+ * particle is expanded once, when it leaves the queue at its final
+ * distance): the queue, sized pins + edge ends when the mesh was built,
+ * never overflows and the search allocates nothing. */
+#define GEODESIC_DETOUR 1.1f
+
+static void geodesic_tethers(cd_instance *inst, float scale)
+{
+    const uint32_t n = inst->particle_count;
+    float *dist = inst->geodesic;
+    for (uint32_t i = 0; i < n; i++)
+        dist[i] = INFINITY;
+    uint32_t size = 0;
+    for (uint32_t p = 0; p < n; p++)
+        if (inst->pinned[p]) {
+            dist[p] = 0.0f;
+            inst->tether_anchor[p] = p;
+            heap_push(inst->heap, &size, (cd_heap_entry){0.0f, p});
+        }
+    while (size > 0) {
+        const cd_heap_entry top = heap_pop(inst->heap, &size);
+        const uint32_t v = top.particle;
+        if (top.distance > dist[v])
+            continue; /* improved since it was queued */
+        for (uint32_t e = inst->edge_start[v]; e < inst->edge_start[v + 1]; e++) {
+            const uint32_t w = inst->edge_to[e];
+            const float d = dist[v] + inst->edge_length[e];
+            if (!(d < dist[w]))
+                continue;
+            dist[w] = d;
+            inst->tether_anchor[w] = inst->tether_anchor[v];
+            heap_push(inst->heap, &size, (cd_heap_entry){d, w});
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (inst->pinned[i] || dist[i] == INFINITY) {
+            inst->tether_anchor[i] = CD_NO_ANCHOR;
+            continue;
+        }
+        /* The graph's paths run up to 8% longer than straight lines over
+         * flat cloth (mesh_cloth.c): when one is within 10% of the straight
+         * line to its pin, nothing is in the way and the straight line is
+         * the length (a rectangle's tethers are then the grid's); a longer
+         * one goes around a hole or a cut, and is the length. */
+        const cd_vec3 d = cd_v3_sub(cd_rest_position(inst, inst->tether_anchor[i]),
+                                    cd_rest_position(inst, i));
+        const float straight = cd_v3_length(d);
+        const float along = dist[i] <= GEODESIC_DETOUR * straight ? straight : dist[i];
+        inst->tether_length[i] = along * scale;
+    }
 }
 
 void cd_rebuild_tethers(cd_instance *inst)
@@ -253,6 +349,10 @@ void cd_rebuild_tethers(cd_instance *inst)
         inst->tether_anchor[i] = CD_NO_ANCHOR;
     if (!inst->def.tethers || inst->pin_count == 0)
         return;
+    if (inst->edge_start != NULL) {
+        geodesic_tethers(inst, scale);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++) {
         if (inst->pinned[i])
             continue;

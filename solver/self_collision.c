@@ -119,7 +119,7 @@ bool cd_self_collision_reserve(cd_instance *inst)
     if (inst->hash_start == NULL || inst->hash_entries == NULL || inst->self_move == NULL ||
         inst->pairs == NULL)
         return false;
-    if (inst->type == CD_INSTANCE_SOFTBODY)
+    if (!cd_is_grid(inst))
         return build_neighbours(inst);
     return true;
 }
@@ -140,7 +140,7 @@ size_t cd_self_collision_memory(const cd_instance *inst)
 /* Joined by a constraint, hence exempt. */
 static bool connected(const cd_instance *inst, uint32_t i, uint32_t j)
 {
-    if (inst->type == CD_INSTANCE_CLOTH) {
+    if (cd_is_grid(inst)) {
         const int32_t w = inst->width;
         int32_t dx = (int32_t)(i % (uint32_t)w) - (int32_t)(j % (uint32_t)w);
         int32_t dy = (int32_t)(i / (uint32_t)w) - (int32_t)(j / (uint32_t)w);

@@ -308,6 +308,53 @@ cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
 cd_status cd_world_create_softbody_ex(cd_world *world, const cd_tet_mesh *mesh,
                                       const cd_cloth_def *options, cd_id *out_id,
                                       cd_field_fault *fault);
+/* ---- mesh cloth ---- */
+
+/* A cloth cut as a triangle mesh: 3 floats per vertex (its rest shape and
+ * starting position), 3 indices per triangle, and optionally 2 UVs per
+ * vertex (handed back by topology). The caller keeps the arrays. */
+typedef struct cd_tri_mesh {
+    const float *vertices;
+    uint32_t vertex_count;
+    const uint32_t *triangles;
+    uint32_t triangle_count;
+    const float *uvs; /* NULL: none */
+} cd_tri_mesh;
+
+typedef enum cd_tri_fault_kind {
+    CD_TRI_OK = 0,
+    CD_TRI_TOO_FEW_VERTICES,
+    CD_TRI_NO_TRIANGLES,
+    CD_TRI_BAD_VERTEX,         /* index: vertex outside the world box or non-finite */
+    CD_TRI_INDEX_OUT_OF_RANGE, /* index: position in the triangles array */
+    CD_TRI_DEGENERATE,         /* index: triangle of zero area (or a repeated vertex) */
+    CD_TRI_DUPLICATE,          /* index: triangle repeating triangle `other` */
+    CD_TRI_NON_MANIFOLD,       /* edge index-other shared by `count` triangles */
+    CD_TRI_UNUSED_VERTEX,      /* index: vertex of no triangle */
+    CD_TRI_BAD_UV,             /* index: position in the uvs array */
+} cd_tri_fault_kind;
+
+typedef struct cd_tri_fault {
+    cd_tri_fault_kind kind;
+    uint32_t index, other, count;
+} cd_tri_fault;
+
+/* Checks a user mesh (tri_mesh.c says what is refused, in which order):
+ * CD_OK, CD_E_INVALID_ARGUMENT with *fault, or CD_E_INTERNAL (out of
+ * memory). */
+cd_status cd_tri_mesh_validate(const cd_tri_mesh *mesh, cd_tri_fault *fault);
+/* A fault in words, as CD_FAULT_MESH: "triangles" / "triangle 7 is
+ * degenerate (zero area)", "triangles[12]" / "index 99 out of range (8
+ * vertices)". */
+void cd_tri_fault_describe(const cd_tri_fault *tf, const cd_tri_mesh *mesh,
+                           cd_field_fault *fault);
+/* A cloth from a mesh (copied) and its options (the layout fields of
+ * `options` are ignored): structural constraints along the edges, shear
+ * and bending across them, mass by triangle area (mesh_cloth.c). Same
+ * errors as cd_world_create_softbody_ex, the particles' field "vertices". */
+cd_status cd_world_create_mesh_cloth_ex(cd_world *world, const cd_tri_mesh *mesh,
+                                        const cd_cloth_def *options, cd_id *out_id,
+                                        cd_field_fault *fault);
 cd_status cd_world_destroy_instance(cd_world *world, cd_id id);
 
 /* NULL for a null, stale or never-issued id. */
@@ -335,6 +382,10 @@ const float *cd_instance_positions(const cd_instance *inst);
  * counter-clockwise seen from outside). Returns the triangle count and
  * writes up to `cap` triangles. */
 uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap);
+/* UVs, 2 floats per particle: a grid's are the seed's (u = x / (w - 1),
+ * v = y / (h - 1)), a mesh cloth's those it was given. False (and nothing
+ * written) when there are none: a soft body, a mesh given without. */
+bool cd_instance_uvs(const cd_instance *inst, float *out);
 /* Total signed volume of a soft body's tetrahedra (0 for cloth), now and
  * at rest. */
 float cd_instance_volume(const cd_instance *inst);

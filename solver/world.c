@@ -231,6 +231,39 @@ cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
     return cd_world_create_softbody_ex(world, mesh, options, out_id, NULL);
 }
 
+cd_status cd_world_create_mesh_cloth_ex(cd_world *world, const cd_tri_mesh *mesh,
+                                        const cd_cloth_def *options, cd_id *out_id,
+                                        cd_field_fault *fault)
+{
+    assert(world != NULL && mesh != NULL && options != NULL && out_id != NULL);
+    cd_tri_fault tf;
+    cd_status st = cd_tri_mesh_validate(mesh, &tf);
+    if (st == CD_E_INVALID_ARGUMENT) {
+        cd_tri_fault_describe(&tf, mesh, fault);
+        return st;
+    }
+    if (st != CD_OK)
+        return cd_fault_set(fault, st, CD_FAULT_MEMORY, "vertices", "out of memory");
+    if ((st = cd_cloth_options_check(options, fault)) != CD_OK)
+        return st;
+    if ((st = check_limits(world, mesh->vertex_count, options, "vertices", fault)) != CD_OK)
+        return st;
+    cd_instance *inst = calloc(1, sizeof *inst);
+    if (inst == NULL || !cd_mesh_cloth_build(inst, mesh, options)) {
+        cd_instance_free(inst);
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
+                           "out of memory for %" PRIu32 " particles", mesh->vertex_count);
+    }
+    if ((st = cd_self_distance_check(options->self_distance, inst->max_self_distance, false,
+                                     fault)) != CD_OK) {
+        cd_instance_free(inst);
+        return st;
+    }
+    inst->max_step_work = world->def.max_step_work;
+    *out_id = place_instance(world, inst);
+    return CD_OK;
+}
+
 cd_instance *cd_world_get(const cd_world *world, cd_id id)
 {
     uint32_t slot = id & 0xFFFFu;
