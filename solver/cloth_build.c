@@ -189,6 +189,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->neighbours);
     free(inst->pairs);
     free(inst->pins);
+    cd_skin_free(inst);
     free(inst->colliders);
     cd_team_free(inst->team);
     free(inst->block_worst);

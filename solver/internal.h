@@ -187,6 +187,15 @@ struct cd_instance {
     cd_pin *pins;
     uint32_t pin_count, pin_cap;
 
+    /* Painted per-vertex properties (NULL: unpainted) and the skin: the
+     * skinned positions at the step's start and end, their normals, this
+     * substep's positions, and for a grid its render triangles (skin.c). */
+    float *paint[CD_PAINT_COUNT];
+    float *skin_from, *skin_to, *skin_normal, *skin_now;
+    uint32_t *skin_triangles;
+    uint32_t skin_triangle_count;
+    bool skinned;
+
     /* Long-range attachments: each free particle's nearest pin in the rest
      * shape and the distance it may not exceed. Rebuilt when pins change. */
     uint32_t *tether_anchor; /* particle_count, CD_NO_ANCHOR = none */
@@ -294,6 +303,20 @@ cd_aero_kernel cd_aero_plate_scalar;
 cd_aero_kernel cd_aero_plate_avx2;
 #endif
 void cd_stage_solve_tethers(cd_instance *inst);
+/* Skinning (skin.c): this substep's skinned positions (kinematic particles
+ * moved onto them), each iteration the max distance and backstop, and
+ * after the last substep the skin's end pose as the next start. */
+void cd_stage_move_skin(cd_instance *inst, const cd_substep *sub);
+void cd_stage_skin_limits(cd_instance *inst);
+void cd_stage_finish_skin(cd_instance *inst);
+/* maxDistance 0 on a skinned instance: moved by the skin, inverse mass 0. */
+bool cd_particle_kinematic(const cd_instance *inst, uint32_t particle);
+float cd_particle_inv_mass_scale(const cd_instance *inst, uint32_t particle);
+size_t cd_skin_memory(const cd_instance *inst);
+void cd_skin_free(cd_instance *inst);
+/* Recomputes every particle's own inverse mass (mass lumping, invMassScale,
+ * kinematic skinning) and the inverse mass of the unpinned ones. */
+void cd_refresh_masses(cd_instance *inst);
 void cd_stage_solve_volumes(cd_instance *inst, float h);
 /* Finds the candidate pairs for the next substeps, at most `remaining`;
  * returns how many substeps they serve (>= 1). */

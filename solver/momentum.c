@@ -56,7 +56,10 @@ static cd_vec3 angular_momentum(const cd_instance *inst, float h)
 
 bool cd_momentum_kept(const cd_instance *inst)
 {
-    return inst->type == CD_INSTANCE_SOFTBODY && inst->pin_count == 0;
+    /* Painted inverse masses (0 is allowed) and kinematic skinned
+     * particles hold the body like pins do. */
+    return inst->type == CD_INSTANCE_SOFTBODY && inst->pin_count == 0 && !inst->skinned &&
+           inst->paint[CD_PAINT_INV_MASS_SCALE] == NULL;
 }
 
 void cd_momentum_begin(const cd_instance *inst, float h, cd_vec3 *before)

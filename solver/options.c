@@ -393,10 +393,17 @@ static void assign_masses(cd_instance *inst, float mass)
     }
     for (uint32_t i = 0; i < n; i++) {
         float m = inst->own_inv_mass[i] > 0.0f ? inst->own_inv_mass[i] : average;
-        inst->own_inv_mass[i] = 1.0f / m;
+        inst->own_inv_mass[i] = cd_particle_kinematic(inst, i)
+                                    ? 0.0f
+                                    : cd_particle_inv_mass_scale(inst, i) / m;
         if (!inst->pinned[i])
             inst->inv_mass[i] = inst->own_inv_mass[i];
     }
+}
+
+void cd_refresh_masses(cd_instance *inst)
+{
+    assign_masses(inst, inst->def.mass);
 }
 
 void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)

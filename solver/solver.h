@@ -420,6 +420,65 @@ cd_status cd_instance_set_gravity(cd_instance *inst, cd_vec3 gravity);
 void cd_instance_set_enabled(cd_instance *inst, bool enabled);
 bool cd_instance_enabled(const cd_instance *inst);
 
+/* ---- painted per-vertex properties and skinning ---- */
+
+/* The properties an artist paints per vertex, one row each: wire name,
+ * range, and the value of a vertex that was never painted.
+ *   invMassScale      the particle's inverse mass times this (0: it does
+ *                     not move but by its skin; 1: its own mass)
+ *   maxDistance       metres it may stray from its skinned position
+ *                     (0: it follows the skin exactly)
+ *   backstopDistance  metres behind the skinned position (along the
+ *                     negative skin normal) where the backstop sphere's
+ *                     surface lies
+ *   backstopRadius    that sphere's radius; 0: no backstop
+ * maxDistance and the backstop act only once the instance has a skin
+ * (cd_instance_skin), and only on painted instances; a backstop only where
+ * backstopDistance < maxDistance (Jolt's skinned constraints). */
+#define CD_PAINT_MAP(X)                                                                            \
+    X(INV_MASS_SCALE, "invMassScale", 0.0f, 1e3f, 1.0f)                                            \
+    X(MAX_DISTANCE, "maxDistance", 0.0f, CD_WORLD_EXTENT, CD_WORLD_EXTENT)                         \
+    X(BACKSTOP_DISTANCE, "backstopDistance", 0.0f, CD_WORLD_EXTENT, 0.0f)                          \
+    X(BACKSTOP_RADIUS, "backstopRadius", 0.0f, CD_WORLD_EXTENT, 0.0f)
+
+typedef enum cd_paint {
+#define CD_PAINT_ENUM(ID, wire, lo, hi, fallback) CD_PAINT_##ID,
+    CD_PAINT_MAP(CD_PAINT_ENUM)
+#undef CD_PAINT_ENUM
+    CD_PAINT_COUNT
+} cd_paint;
+
+typedef struct cd_paint_spec {
+    const char *name;
+    float min, max;
+    float unpainted;
+} cd_paint_spec;
+extern const cd_paint_spec cd_paint_specs[CD_PAINT_COUNT];
+
+/* Paints one property: `count` values, one per particle, or 1 for every
+ * particle; values NULL clears it (every particle unpainted). Checks the
+ * count ("maxDistance: 400 values for 401 vertices") and each value
+ * against its row ("maxDistance[7]: must be a number in [0, 100000]");
+ * a failed call changes nothing. Wakes the instance. */
+cd_status cd_instance_paint(cd_instance *inst, cd_paint which, const float *values,
+                            uint32_t count, cd_field_fault *fault);
+/* Writes the painted values (particle_count floats); false (nothing
+ * written) when the property is unpainted. */
+bool cd_instance_painted(const cd_instance *inst, cd_paint which, float *out);
+
+/* The animated (skinned) pose for the next step: 3 floats per particle of
+ * positions, and of normals (unit length or zero; NULL: the area-weighted
+ * normals of the render triangles at those positions, (b - a) x (c - a)).
+ * Over the next step each particle's skinned position moves from the last
+ * skin to this one substep by substep. The first skin starts there (no
+ * motion), and places every particle that lies outside its maxDistance
+ * (or inside its backstop) on the limit, its velocity kept. Wakes the
+ * instance. CD_E_INVALID_ARGUMENT: a position outside the world box, a
+ * non-finite normal. */
+cd_status cd_instance_skin(cd_instance *inst, const float *positions, const float *normals,
+                           cd_field_fault *fault);
+bool cd_instance_skinned(const cd_instance *inst);
+
 /* ---- attachments ---- */
 
 #define CD_MAX_TRANSFORMS 16

@@ -120,6 +120,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
         if (self_collision && s == next_search)
             next_search = s + cd_stage_find_self_pairs(inst, n - s);
         cd_stage_move_pins(inst, &sub);
+        cd_stage_move_skin(inst, &sub);
         cd_stage_aerodynamics(inst, &sub);
         cd_stage_integrate(inst, &sub);
         cd_stage_reset_multipliers(inst);
@@ -135,6 +136,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
                 cd_momentum_add_change(inst, sub.h, before, &turned);
             cd_stage_contacts(inst, &sub);
             cd_stage_solve_tethers(inst);
+            cd_stage_skin_limits(inst);
             if (self_collision)
                 cd_stage_self_collide(inst);
         }
@@ -149,6 +151,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
             cd_momentum_take_back(inst, sub.h, turned);
     }
     cd_stage_finish_pins(inst);
+    cd_stage_finish_skin(inst);
     cd_stage_finish_colliders(inst);
 
     float max_speed = 0.0f;
