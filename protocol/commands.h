@@ -27,7 +27,9 @@
  * access: CD_ACCESS_READ (allowed with a read-only token) or CD_ACCESS_WRITE.
  * payload (what cd_request_free frees): CD_PAYLOAD_NONE, CD_PAYLOAD_PARTICLES
  *   (as.pin: particles, positions), CD_PAYLOAD_LIST (as.step / as.subscribe:
- *   the id list), CD_PAYLOAD_MESH (as.create: the soft body's mesh).
+ *   the id list), CD_PAYLOAD_MESH (as.create: the soft body's or the mesh
+ *   cloth's mesh, the paint), CD_PAYLOAD_PAINT (as.set: the paint),
+ *   CD_PAYLOAD_SKIN (as.skin: positions, normals).
  *
  * Rows are in enum order; new rows go at the end.
  */
@@ -65,7 +67,7 @@
       CD_PAYLOAD_NONE)                                                                            \
     X(DEBUG, debug, "debug", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_WRITE,               \
       CD_PAYLOAD_NONE)                                                                            \
-    X(SET, set, "set", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE, CD_PAYLOAD_NONE)    \
+    X(SET, set, "set", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE, CD_PAYLOAD_PAINT)   \
     X(TRANSFORM, transform, "transform", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE,   \
       CD_PAYLOAD_NONE)                                                                            \
     X(ATTACH, attach, "attach", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE,            \
@@ -74,7 +76,8 @@
       CD_PAYLOAD_NONE)                                                                            \
     X(PING, ping, "ping", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)  \
     X(AUTH, auth, "auth", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)  \
-    X(STATS, stats, "stats", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)
+    X(STATS, stats, "stats", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE) \
+    X(SKIN, skin, "skin", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE, CD_PAYLOAD_SKIN)
 
 typedef enum cd_command {
 #define CD_COMMAND_ENUM(ID, name, wire, rule, touches, access, payload) CD_CMD_##ID,
@@ -108,6 +111,8 @@ typedef enum cd_payload {
     CD_PAYLOAD_PARTICLES,
     CD_PAYLOAD_LIST,
     CD_PAYLOAD_MESH,
+    CD_PAYLOAD_PAINT,
+    CD_PAYLOAD_SKIN,
 } cd_payload;
 
 #endif

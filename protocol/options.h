@@ -19,6 +19,12 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
  * defaults) and the mesh, given as "vertices" + "tetrahedra" or generated
  * from "shape" ("box": size, cells, origin; "ball": radius, resolution,
  * center). Fills req->as.create. */
+/* The painted properties of create and set (paint.c): each given one's
+ * values (owned; NULL with `given`: clear it), 1 value or one per vertex. */
+cd_status cd_parse_paint(const cJSON *obj, const cd_limits *lim, cd_paint_request *paint,
+                         cd_error *err);
+void cd_paint_request_free(cd_paint_request *paint);
+cd_status cd_parse_skin(const cJSON *obj, const cd_limits *lim, cd_request *req, cd_error *err);
 /* create {"type":"cloth","vertices":...,"triangles":...}: fills
  * req->as.create.def and cloth_mesh (owned: cd_tri_mesh_free). */
 cd_status cd_parse_mesh_cloth(const cJSON *obj, const cd_limits *lim, cd_request *req,

@@ -84,6 +84,13 @@ typedef struct cd_frame_options {
 /* The longest token `auth` takes (and a token file may hold). */
 #define CD_TOKEN_MAX 1024u
 
+/* Painted properties as a request gives them (protocol/paint.c). */
+typedef struct cd_paint_request {
+    bool given[CD_PAINT_COUNT];
+    float *values[CD_PAINT_COUNT]; /* owned; NULL with given: clear */
+    uint32_t count[CD_PAINT_COUNT];
+} cd_paint_request;
+
 typedef struct cd_request {
     cd_command cmd;
     cJSON *id;          /* owned copy of the request's "id", or NULL */
@@ -98,6 +105,7 @@ typedef struct cd_request {
             cd_cloth_def def;
             cd_tet_mesh mesh;
             cd_tri_mesh cloth_mesh;
+            cd_paint_request paint;
         } create;
         /* pin and unpin; positions is NULL when none were given (pin in place) */
         struct {
@@ -125,7 +133,9 @@ typedef struct cd_request {
          * it holds no NUL, no control byte, valid UTF-8) */
         struct { char token[CD_TOKEN_MAX + 1]; size_t len; } auth;
         /* the options given (merge with cd_cloth_def_merge) */
-        struct { cd_cloth_def def; uint64_t present; } set;
+        struct { cd_cloth_def def; uint64_t present; cd_paint_request paint; } set;
+        /* 3 floats per point, owned; normals NULL when not given */
+        struct { float *positions, *normals; uint32_t count, normal_count; } skin;
         struct {
             char name[CD_TRANSFORM_NAME_MAX];
             cd_vec3 position;
@@ -147,6 +157,9 @@ const cd_id_list *cd_request_instances(const cd_request *req);
 
 /* Copies into `dst` the options of a `set` request that were given. */
 void cd_cloth_def_merge(cd_cloth_def *dst, const cd_cloth_def *src, uint64_t present);
+/* "maxDistance: 400 values for 401 vertices (...)" unless each given
+ * painted property has 1 value or `vertices` (protocol/paint.c). */
+cd_status cd_paint_check_count(const cd_paint_request *paint, uint32_t vertices, cd_error *err);
 
 /* Parses one line (without its '\n'). Returns CD_OK and fills `out`, or an
  * error code with `err` filled. Either way out->id holds the request id when

@@ -97,6 +97,9 @@ cd_limits cd_default_limits(void)
 }
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+/* The painted properties' wire names (CD_PAINT_MAP), as member names. */
+#define PAINT_NAME(ID, wire, lo, hi, fallback) wire,
+#define PAINT_MEMBERS CD_PAINT_MAP(PAINT_NAME)
 
 /* ---- shared pieces ------------------------------------------------------ */
 
@@ -357,11 +360,12 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     /* Index order = cd_instance_type order. */
     static const char *const types[] = {"cloth", "softbody"};
     /* `instance` is the envelope's, ignored by create (commands.h). */
-    static const char *const cloth_members[] = {"type", "instance"};
-    static const char *const mesh_members[] = {"type", "instance", "vertices", "triangles", "uvs"};
-    static const char *const softbody_members[] = {"type",   "instance", "shape",  "vertices",
-                                                   "tetrahedra", "size", "center", "radius",
-                                                   "resolution", "cells"};
+    static const char *const cloth_members[] = {"type", "instance", PAINT_MEMBERS};
+    static const char *const mesh_members[] = {"type",      "instance", "vertices",
+                                               "triangles", "uvs",      PAINT_MEMBERS};
+    static const char *const softbody_members[] = {
+        "type",   "instance",   "shape", "vertices", "tetrahedra", "size",
+        "center", "resolution", "cells", "radius",   PAINT_MEMBERS};
     size_t type = 0;
     cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "instance type", false, &type,
                              err);
@@ -370,12 +374,14 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     if (type == CD_INSTANCE_SOFTBODY) {
         if ((st = check_members(obj, softbody_members, COUNT_OF(softbody_members), err)) != CD_OK)
             return st;
-        return cd_parse_softbody(obj, lim, req, err);
+        st = cd_parse_softbody(obj, lim, req, err);
+        return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.create.paint, err) : st;
     }
     if (cd_json_member(obj, "vertices") != NULL) {
         if ((st = check_members(obj, mesh_members, COUNT_OF(mesh_members), err)) != CD_OK)
             return st;
-        return cd_parse_mesh_cloth(obj, lim, req, err);
+        st = cd_parse_mesh_cloth(obj, lim, req, err);
+        return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.create.paint, err) : st;
     }
     if ((st = check_members(obj, cloth_members, COUNT_OF(cloth_members), err)) != CD_OK)
         return st;
@@ -399,7 +405,7 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
                                  lim->max_step_work, &fault)) != CD_OK)
         return cd_fail_fault(err, st, &fault);
     req->as.create.def = def;
-    return CD_OK;
+    return cd_parse_paint(obj, lim, &req->as.create.paint, err);
 }
 
 static cd_status parse_pin(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -507,13 +513,13 @@ static cd_status parse_enable(const cJSON *obj, const cd_limits *lim, cd_request
 static cd_status parse_set(const cJSON *obj, const cd_limits *lim, cd_request *req,
                            cd_error *err)
 {
-    (void)lim;
-    static const char *const set_members[] = {"instance"};
+    static const char *const set_members[] = {"instance", PAINT_MEMBERS};
     cd_status st = check_members(obj, set_members, COUNT_OF(set_members), err);
     if (st != CD_OK)
         return st;
     req->as.set.def = cd_default_cloth_def();
-    return cd_parse_cloth_options(obj, true, &req->as.set.def, &req->as.set.present, err);
+    st = cd_parse_cloth_options(obj, true, &req->as.set.def, &req->as.set.present, err);
+    return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.set.paint, err) : st;
 }
 
 static cd_status parse_transform(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -621,6 +627,7 @@ static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_re
 #define parse_get parse_nothing
 #define parse_status parse_nothing
 #define parse_topology parse_nothing
+#define parse_skin cd_parse_skin
 #define parse_ping parse_nothing
 #define parse_stats parse_nothing
 
@@ -709,6 +716,12 @@ static void free_payload(cd_request *req)
     } else if (payload == CD_PAYLOAD_MESH) {
         cd_mesh_free(&req->as.create.mesh);
         cd_tri_mesh_free(&req->as.create.cloth_mesh);
+        cd_paint_request_free(&req->as.create.paint);
+    } else if (payload == CD_PAYLOAD_PAINT) {
+        cd_paint_request_free(&req->as.set.paint);
+    } else if (payload == CD_PAYLOAD_SKIN) {
+        free(req->as.skin.positions);
+        free(req->as.skin.normals);
     }
     memset(&req->as, 0, sizeof req->as);
 }

@@ -142,12 +142,20 @@ cd_dispatch_result cd_cmd_create(cd_conn *conn, const cd_request *req)
     const cd_cloth_def *def = &req->as.create.def;
     const bool soft = req->as.create.type == CD_INSTANCE_SOFTBODY;
     const bool mesh = req->as.create.cloth_mesh.vertex_count > 0;
+    const uint32_t vertices = soft   ? req->as.create.mesh.vertex_count
+                              : mesh ? req->as.create.cloth_mesh.vertex_count
+                                     : (uint32_t)def->width * (uint32_t)def->height;
+    if (!cd_paint_fits(conn, req, &req->as.create.paint, vertices))
+        return CD_DISPATCH_DONE;
     cd_id id = 0;
     cd_field_fault fault;
     cd_status st = soft   ? cd_world_create_softbody_ex(world, &req->as.create.mesh, def, &id, &fault)
                    : mesh ? cd_world_create_mesh_cloth_ex(world, &req->as.create.cloth_mesh, def,
                                                           &id, &fault)
                           : cd_world_create_cloth_ex(world, def, &id, &fault);
+    if (st == CD_OK && (st = cd_apply_paint(cd_world_get(world, id), &req->as.create.paint,
+                                            &fault)) != CD_OK)
+        cd_world_destroy_instance(world, id);
     if (st != CD_OK) {
         /* The solver names the field and says why. */
         reply_fault(conn, req, st, &fault);
@@ -363,10 +371,14 @@ cd_dispatch_result cd_cmd_set(cd_conn *conn, const cd_request *req)
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return CD_DISPATCH_DONE;
+    if (!cd_paint_fits(conn, req, &req->as.set.paint, cd_instance_particle_count(inst)))
+        return CD_DISPATCH_DONE;
     cd_cloth_def def = cd_instance_def(inst);
     cd_cloth_def_merge(&def, &req->as.set.def, req->as.set.present);
     cd_field_fault fault;
     cd_status st = cd_instance_configure_ex(inst, &def, &fault);
+    if (st == CD_OK) /* values were checked by the parser: only memory can fail */
+        st = cd_apply_paint(inst, &req->as.set.paint, &fault);
     if (st != CD_OK) {
         reply_fault(conn, req, st, &fault);
         return CD_DISPATCH_DONE;

@@ -205,6 +205,12 @@ void cd_reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const c
     __attribute__((format(printf, 4, 5)));
 /* The request's instance, or NULL after replying not_found. */
 cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req);
+/* Painted properties (skin.c): whether each given one has 1 value or one
+ * per vertex (else the error is sent and false returned), and applying
+ * them (the solver checks the values). */
+bool cd_paint_fits(cd_conn *conn, const cd_request *req, const cd_paint_request *paint,
+                   uint32_t vertices);
+cd_status cd_apply_paint(cd_instance *inst, const cd_paint_request *paint, cd_field_fault *fault);
 void cd_add_vec3(cJSON *obj, const char *name, cd_vec3 v);
 const char *cd_instance_type_name(cd_instance_type type);
 /* The handler of every row of CD_COMMAND_MAP (protocol/commands.h), in

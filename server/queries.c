@@ -45,6 +45,12 @@ cd_dispatch_result cd_cmd_topology(cd_conn *conn, const cd_request *req)
     }
     if (ok && cd_instance_uvs(inst, uvs))
         ok = cd_reply_add_float_list(reply, "uvs", uvs, 2u * (size_t)info.particles);
+    /* The painted properties, each as one value per vertex (uvs has room). */
+    for (int k = 0; ok && k < CD_PAINT_COUNT; k++)
+        if (cd_instance_painted(inst, (cd_paint)k, uvs))
+            ok = cd_reply_add_float_list(reply, cd_paint_specs[k].name, uvs, info.particles);
+    if (ok)
+        cJSON_AddBoolToObject(reply, "skinned", cd_instance_skinned(inst));
     free(tris);
     free(uvs);
     if (!ok) {

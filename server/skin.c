@@ -1,0 +1,54 @@
+/* Garment commands: `skin` (the animated pose for the next step) and the
+ * painted per-vertex properties that create and set carry. Counts are
+ * checked here, where the instance's vertex count is known; the solver
+ * checks the values. */
+#include <inttypes.h>
+
+#include "internal.h"
+
+bool cd_paint_fits(cd_conn *conn, const cd_request *req, const cd_paint_request *paint,
+                   uint32_t vertices)
+{
+    cd_error err;
+    if (cd_paint_check_count(paint, vertices, &err) == CD_OK)
+        return true;
+    cd_conn_send_error(conn, req->id, &err);
+    return false;
+}
+
+cd_status cd_apply_paint(cd_instance *inst, const cd_paint_request *paint, cd_field_fault *fault)
+{
+    for (int k = 0; k < CD_PAINT_COUNT; k++) {
+        if (!paint->given[k])
+            continue;
+        cd_status st = cd_instance_paint(inst, (cd_paint)k, paint->values[k], paint->count[k],
+                                         fault);
+        if (st != CD_OK)
+            return st;
+    }
+    return CD_OK;
+}
+
+cd_dispatch_result cd_cmd_skin(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = cd_require_instance(conn, req);
+    if (inst == NULL)
+        return CD_DISPATCH_DONE;
+    const uint32_t n = cd_instance_particle_count(inst);
+    if (req->as.skin.count != n) {
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                      "positions: %" PRIu32 " points for %" PRIu32 " vertices (one per vertex)",
+                      req->as.skin.count, n);
+        return CD_DISPATCH_DONE;
+    }
+    cd_field_fault fault;
+    cd_status st = cd_instance_skin(inst, req->as.skin.positions, req->as.skin.normals, &fault);
+    if (st != CD_OK) {
+        cd_error err;
+        cd_fail_fault(&err, st, &fault);
+        cd_conn_send_error(conn, req->id, &err);
+        return CD_DISPATCH_DONE;
+    }
+    cd_conn_send_reply(conn, cd_reply_ok(req->id));
+    return CD_DISPATCH_DONE;
+}
