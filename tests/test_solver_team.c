@@ -46,6 +46,64 @@ static cd_instance *large_curtain(cd_world *world, bool compliant, bool coupled)
     return inst;
 }
 
+/* The same curtain as a garment: a mesh cloth (the grid's vertices and
+ * triangles) with self-collision, its top row skinned (maxDistance 0), the
+ * rest within 0.3 m of a skin that sways, above a backstop. */
+static float garment_skin[3 * TEAM_SIDE * TEAM_SIDE], garment_normal[3 * TEAM_SIDE * TEAM_SIDE];
+
+static cd_instance *large_garment(cd_world *world)
+{
+    const uint32_t w = TEAM_SIDE, n = w * w;
+    static float v[3 * TEAM_SIDE * TEAM_SIDE];
+    static uint32_t t[6 * (TEAM_SIDE - 1) * (TEAM_SIDE - 1)];
+    for (uint32_t i = 0; i < n; i++) {
+        v[3 * i] = -0.95f + 0.02f * (float)(i % w);
+        v[3 * i + 1] = 2.2f - 0.02f * (float)(i / w);
+        v[3 * i + 2] = 0.0f;
+    }
+    uint32_t k = 0;
+    for (uint32_t y = 0; y + 1 < w; y++)
+        for (uint32_t x = 0; x + 1 < w; x++) {
+            const uint32_t tl = y * w + x, q[6] = {tl, tl + w, tl + 1, tl + 1, tl + w, tl + w + 1};
+            memcpy(&t[k], q, sizeof q);
+            k += 6;
+        }
+    cd_tri_mesh mesh = {.vertices = v, .vertex_count = n, .triangles = t, .triangle_count = k / 3};
+    cd_cloth_def def = cd_default_cloth_def();
+    def.solver_iterations = 6;
+    def.substeps = 2;
+    def.sleep_threshold = 0.0f;
+    def.self_distance = 0.015f;
+    cd_id id;
+    cr_assert_eq(cd_world_create_mesh_cloth_ex(world, &mesh, &def, &id, NULL), CD_OK);
+    cd_instance *inst = cd_world_get(world, id);
+    static float reach[TEAM_SIDE * TEAM_SIDE];
+    for (uint32_t i = 0; i < n; i++)
+        reach[i] = i < w ? 0.0f : 0.3f;
+    cr_assert_eq(cd_instance_paint(inst, CD_PAINT_MAX_DISTANCE, reach, n, NULL), CD_OK);
+    const float radius = 0.5f, behind = 0.0f;
+    cr_assert_eq(cd_instance_paint(inst, CD_PAINT_BACKSTOP_RADIUS, &radius, 1, NULL), CD_OK);
+    cr_assert_eq(cd_instance_paint(inst, CD_PAINT_BACKSTOP_DISTANCE, &behind, 1, NULL), CD_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        garment_normal[3 * i + 2] = 1.0f;
+        memcpy(&garment_skin[3 * i], &v[3 * i], sizeof(float) * 3);
+    }
+    return inst;
+}
+
+static void sway(cd_instance *inst, int step)
+{
+    const uint32_t n = cd_instance_particle_count(inst);
+    static float pose[3 * TEAM_SIDE * TEAM_SIDE];
+    const float dx = 0.2f * sinf(0.3f * (float)step), dz = 0.1f * sinf(0.2f * (float)step);
+    for (uint32_t i = 0; i < n; i++) {
+        pose[3 * i] = garment_skin[3 * i] + dx;
+        pose[3 * i + 1] = garment_skin[3 * i + 1];
+        pose[3 * i + 2] = garment_skin[3 * i + 2] + dz;
+    }
+    cr_assert_eq(cd_instance_skin(inst, pose, garment_normal, NULL), CD_OK);
+}
+
 typedef struct team_job {
     cd_job job;
     cd_instance *inst;
@@ -62,17 +120,28 @@ static void team_run(cd_job *job)
         tj->helped = cd_instance_help_step(tj->inst, tj->ticket);
 }
 
+static uint64_t run_large(int helpers, bool compliant, bool coupled, bool garment,
+                          uint64_t *helped);
+
 /* Steps a fresh curtain TEAM_STEPS times, the leader and `helpers` helper
  * jobs on a pool of helpers + 1 workers (no pool at all when helpers < 0),
  * and returns the hash of every step's positions chained. */
 static uint64_t run_curtain(int helpers, bool compliant, bool coupled, uint64_t *helped)
 {
+    return run_large(helpers, compliant, coupled, false, helped);
+}
+
+static uint64_t run_large(int helpers, bool compliant, bool coupled, bool garment,
+                          uint64_t *helped)
+{
     *helped = 0;
     cd_world *world = fx_world();
-    cd_instance *inst = large_curtain(world, compliant, coupled);
+    cd_instance *inst = garment ? large_garment(world) : large_curtain(world, compliant, coupled);
     cd_pool *pool = helpers >= 0 ? cd_pool_create((unsigned)helpers + 1, 8, NULL, NULL) : NULL;
     uint64_t chain = 0;
     for (int step = 0; step < TEAM_STEPS; step++) {
+        if (garment)
+            sway(inst, step);
         if (pool == NULL) {
             cr_assert_not(cd_instance_step(inst, FX_DT, fx_no_wind()).unstable);
         } else {
@@ -116,6 +185,20 @@ static void same_bits_with_any_helpers(bool compliant, bool coupled)
 }
 
 static const char *const paths_of_team[] = {"scalar", "avx2"};
+
+/* A skinned mesh garment with self-collision: the same bits too. */
+Test(solver_team, a_large_skinned_garment_should_step_to_the_same_bits_with_0_to_3_helpers,
+     .timeout = 120)
+{
+    uint64_t helped = 0, helped_in_all = 0;
+    const uint64_t alone = run_large(-1, false, false, true, &helped);
+    for (int helpers = 1; helpers <= 3; helpers += 2) {
+        cr_assert_eq(run_large(helpers, false, false, true, &helped), alone,
+                     "%d helpers differ from a serial step", helpers);
+        helped_in_all += helped;
+    }
+    cr_assert_gt(helped_in_all, 0u, "no helper ran a block");
+}
 
 Test(solver_team, a_large_cloth_should_step_to_the_same_bits_with_0_to_3_helpers, .timeout = 120)
 {
