@@ -21,11 +21,15 @@ void cd_stage_prime_verlet(cd_instance *inst, cd_vec3 accel, float h)
     }
 }
 
-/* Self-collision's velocity cap: no particle moves more than `limit` in a
- * substep, so none can pass through another between two checks. */
+/* Self-collision's velocity cap: no free particle moves more than `limit`
+ * in a substep, so none can pass through another between two checks.
+ * Pinned and kinematic (skinned) particles go where they are led: capping
+ * them left a fast-walking cape's shoulders behind their skin. */
 static void cap_velocity(cd_instance *inst, float limit, uint32_t begin, uint32_t end)
 {
     for (uint32_t i = begin; i < end; i++) {
+        if (inst->inv_mass[i] == 0.0f)
+            continue;
         float *p = &inst->pos[3 * i];
         const float *q = &inst->prev[3 * i];
         const float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];

@@ -57,11 +57,16 @@ static double max_speed(const cd_instance *inst)
     return worst;
 }
 
-Test(skin, max_distance_zero_follows_the_skin_exactly)
+static void follows_exactly(bool self_collision)
 {
     cd_world *world = fx_world();
     cd_instance *inst = cape(world);
     static float skin[3 * N], normal[3 * N];
+    if (self_collision) { /* its velocity cap must leave led particles alone */
+        cd_cloth_def def = cd_instance_def(inst);
+        def.self_distance = 0.8f * S;
+        cr_assert_eq(cd_instance_configure(inst, &def), CD_OK);
+    }
     paint_all(inst, CD_PAINT_MAX_DISTANCE, 0.0f);
     for (int f = 0; f < 120; f++) {
         const float t = (float)f * FX_DT;
@@ -74,6 +79,12 @@ Test(skin, max_distance_zero_follows_the_skin_exactly)
                          1e-5, "frame %d particle %u off its skin", f, i);
     }
     cd_world_destroy(world);
+}
+
+Test(skin, max_distance_zero_follows_the_skin_exactly)
+{
+    follows_exactly(false);
+    follows_exactly(true);
 }
 
 /* The top row follows the skin; the rest may stray 5 cm while the body
