@@ -235,6 +235,17 @@ $(BUILD)/bench_clothd: bench/bench_clothd.c $(SOLVER_OBJ) $(call obj,server/pool
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) $^ -o $@ $(LDLIBS)
 
+# The garment bench (issue 14): a skinned cape on a walking body beside a
+# grid of its size, and the cost of a skin update (bench/bench_garment.c).
+$(BUILD)/bench_garment: bench/bench_garment.c $(SOLVER_OBJ) $(PROTOCOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $^ -o $@ $(LDLIBS)
+
+bench-garment: $(BUILD)/bench_garment
+	$(BUILD)/bench_garment
+
+.PHONY: bench-garment
+
 $(BUILD)/bench_bullet: bench/bench_bullet.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror $(BULLET_CFLAGS) $< -o $@ $(BULLET_LIBS)
@@ -243,6 +254,7 @@ bench: deps-bench
 	@$(MAKE) --no-print-directory $(BUILD)/bench_clothd $(BUILD)/bench_bullet
 	python3 bench/run.py --build $(BUILD)
 	@$(MAKE) --no-print-directory bench-server
+	@$(MAKE) --no-print-directory bench-garment
 
 # Through the real server (issue 8): 64 awake capes of 32x32 stepped over TCP
 # with 0 and 4 subscribers reading every frame, and the server CPU of a tiny
