@@ -168,6 +168,21 @@ cd_status cd_request_parse(const char *line, size_t len, const cd_limits *limits
                            cd_request *out, cd_error *err);
 void cd_request_free(cd_request *req); /* NULL is fine */
 
+/* Binary requests (protocol/binary_request.c; PROTOCOL.md "Binary
+ * requests"): `skin` and `pin` as the frame layout's twin. A message
+ * starts with 0x89 'C' 'L' 'R' (never the first byte of a JSON line) and
+ * holds its total length at bytes 8..11. */
+#define CD_BINARY_HEADER 32u
+/* False when the first min(4, available) bytes are not the magic. */
+bool cd_binary_request_magic(const unsigned char *msg, size_t available);
+/* The message's length, 0 while its header is incomplete. */
+size_t cd_binary_request_length(const unsigned char *msg, size_t available);
+/* A complete message of `len` bytes into the request its JSON twin makes
+ * (cmd skin or pin); errors as cd_request_parse, out->id the request id
+ * when non-zero. The caller frees with cd_request_free either way. */
+cd_status cd_binary_request_parse(const unsigned char *msg, size_t len, const cd_limits *limits,
+                                  cd_request *out, cd_error *err);
+
 /* ---- replies ------------------------------------------------------------- */
 
 /* {"id":<id>,"ok":true}; id may be NULL (then no "id" member). The caller

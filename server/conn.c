@@ -531,6 +531,52 @@ static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
     return r;
 }
 
+/* Runs one complete binary request (PROTOCOL.md "Binary requests"). */
+static cd_dispatch_result run_binary(cd_conn *conn, const unsigned char *msg, size_t len)
+{
+    cd_request req;
+    cd_error err;
+    cd_status parsed = cd_binary_request_parse(msg, len, &conn->server->limits, &req, &err);
+    cd_metrics_command(conn, req.cmd);
+    if (parsed != CD_OK) {
+        cd_conn_send_error(conn, req.id, &err);
+        cd_request_free(&req);
+        return CD_DISPATCH_DONE;
+    }
+    cd_dispatch_result r = cd_dispatch(conn, &req);
+    if (r == CD_DISPATCH_DEFER) {
+        conn->deferred = req;
+        conn->has_deferred = true;
+        return r;
+    }
+    cd_request_free(&req);
+    return r;
+}
+
+/* A message that starts with 0x89 is binary: its header says how long it
+ * is. Returns how many bytes it takes once complete, 0 while incomplete;
+ * on a bad magic or a length over --max-line the connection is failed
+ * (no resynchronising inside an unknown stream) and SIZE_MAX returned. */
+static size_t binary_message(cd_conn *conn, size_t start)
+{
+    const unsigned char *msg = (const unsigned char *)conn->in + start;
+    const size_t available = conn->in_len - start;
+    if (!cd_binary_request_magic(msg, available)) {
+        cd_error err;
+        cd_fail(&err, CD_E_PARSE_ERROR, "binary request: bad magic (0x89 'C' 'L' 'R')");
+        cd_metrics_command(conn, CD_CMD_COUNT);
+        cd_conn_send_error(conn, NULL, &err);
+        cd_conn_close_after_writes(conn);
+        return SIZE_MAX;
+    }
+    const size_t len = cd_binary_request_length(msg, available);
+    if (available >= CD_BINARY_HEADER && (len < CD_BINARY_HEADER || len > conn->server->opts.max_line)) {
+        fail_line_too_long(conn);
+        return SIZE_MAX;
+    }
+    return len != 0 && available >= len ? len : 0;
+}
+
 /* Keeps line_started: when the bytes left after the complete lines began
  * to arrive (`new_line`: a new partial line started with this read). The
  * server's line timer watches it while any connection has one. */
@@ -566,8 +612,21 @@ void cd_conn_process(cd_conn *conn)
     const size_t max_line = conn->server->opts.max_line;
     const bool had_partial = conn->in_len > 0;
     size_t start = 0;
+    bool binary_pending = false;
     while (!conn->closing && !conn->draining && !conn->has_deferred && conn->own_batch == NULL &&
-           conn->paused_until == 0) {
+           conn->paused_until == 0 && start < conn->in_len) {
+        if ((unsigned char)conn->in[start] == 0x89) {
+            const size_t len = binary_message(conn, start);
+            if (len == SIZE_MAX)
+                return;
+            if (len == 0) {
+                binary_pending = true;
+                break;
+            }
+            start += len;
+            run_binary(conn, (const unsigned char *)conn->in + start - len, len);
+            continue;
+        }
         char *nl = memchr(conn->in + start, '\n', conn->in_len - start);
         if (nl == NULL)
             break;
@@ -585,7 +644,7 @@ void cd_conn_process(cd_conn *conn)
     memmove(conn->in, conn->in + start, conn->in_len - start);
     conn->in_len -= start;
     track_partial_line(conn, start > 0 || !had_partial);
-    if (conn->in_len > max_line && memchr(conn->in, '\n', conn->in_len) == NULL) {
+    if (!binary_pending && conn->in_len > max_line && memchr(conn->in, '\n', conn->in_len) == NULL) {
         fail_line_too_long(conn);
         return;
     }

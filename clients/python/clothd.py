@@ -442,6 +442,15 @@ def _loads(line: bytes) -> Any:
     return json.loads(line, parse_int=_parse_int)
 
 
+def _flat_floats(points: Any) -> List[float]:
+    """x, y, z of every point, from vec3s, a flat sequence or a numpy array."""
+    if hasattr(points, "ravel"):
+        return [float(x) for x in points.ravel().tolist()]
+    seq = list(points)
+    if seq and not isinstance(seq[0], (int, float)):
+        return [float(c) for p in seq for c in p]
+    return [float(x) for x in seq]
+
 def _vec(v: Optional[VecLike]) -> Optional[List[float]]:
     return None if v is None else [float(x) for x in v]
 
@@ -894,6 +903,59 @@ class Client:
                            solver_iterations=solver_iterations, substeps=substeps,
                            gravity=_vec(gravity), thickness=thickness,
                            sleep_threshold=sleep_threshold, **extra)
+
+    def create_mesh_cloth(self, vertices: Sequence[Any], triangles: Sequence[int], *,
+                          uvs: Optional[Sequence[float]] = None, **options: Any) -> int:
+        """Creates a cloth cut as a triangle mesh (a cape, a skirt, a flag
+        with a hole) and returns its id. ``vertices``: vec3s or a flat list
+        (x, y, z per vertex; a numpy array works via ``tolist()``),
+        ``triangles``: 3 indices each, ``uvs``: 2 per vertex. ``options``
+        are the cloth options and the painted properties
+        (``max_distance=``, ``backstop_radius=``, ... a number or one per
+        vertex)."""
+        verts = vertices.tolist() if hasattr(vertices, "tolist") else list(vertices)
+        return self.create("cloth", vertices=verts, triangles=_ids(triangles),
+                           uvs=None if uvs is None else [float(u) for u in uvs], **options)
+
+    def skin(self, instance: int, positions: Any, normals: Any = None, *,
+             binary: bool = True) -> None:
+        """The garment's animated pose for the next step: one skinned
+        position per vertex (and optionally the skin's normals, pointing
+        away from the body), as sequences of vec3s, flat sequences or numpy
+        arrays. Sent as a binary request (PROTOCOL.md "Binary requests":
+        48 bytes per vertex with normals, no JSON to print or parse) unless
+        ``binary`` is False."""
+        pos = _flat_floats(positions)
+        nrm = None if normals is None else _flat_floats(normals)
+        if not binary:
+            self.request("skin", instance=instance, positions=pos, normals=nrm)
+            return
+        if len(pos) % 3 or (nrm is not None and len(nrm) != len(pos)):
+            raise ValueError("skin: 3 floats per vertex, as many normals as positions")
+        count = len(pos) // 3
+        body = struct.pack(f"<{len(pos)}f", *pos)
+        if nrm is not None:
+            body += struct.pack(f"<{len(nrm)}f", *nrm)
+        self._binary_request(1, instance, count, 1 if nrm is not None else 0, body)
+
+    def pin_bulk(self, instance: int, particles: Sequence[int], positions: Any) -> None:
+        """Pins many particles at positions in one binary request (the
+        binary twin of :meth:`pin` with ``positions``)."""
+        ids = _ids(particles)
+        pos = _flat_floats(positions)
+        if len(pos) != 3 * len(ids):
+            raise ValueError("pin_bulk: one position per particle")
+        body = struct.pack(f"<{len(ids)}I", *ids) + struct.pack(f"<{len(pos)}f", *pos)
+        self._binary_request(2, instance, len(ids), 0, body)
+
+    def _binary_request(self, kind: int, instance: int, count: int, flags: int,
+                        body: bytes) -> Dict[str, Any]:
+        rid = self._next_id
+        self._next_id += 1
+        header = struct.pack("<4sHHIIIIII", b"\x89CLR", 1, flags, 32 + len(body), instance, kind,
+                             rid, count, 0)
+        self.sock.sendall(header + body)
+        return self._check(rid, self.read_reply())
 
     def topology(self, instance: int) -> Dict[str, Any]:
         """What a renderer needs once: the reply's ``triangles`` (3 particle

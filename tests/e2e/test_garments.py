@@ -3,6 +3,7 @@ per-vertex properties, and the skin that drives them (issue 14)."""
 
 import json
 import math
+import struct
 import unittest
 
 from server import ServerTestCase, assert_error, send_line
@@ -159,3 +160,90 @@ class PaintAndSkinTest(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BinaryRequestTest(ServerTestCase):
+    """The binary twin of skin and pin (PROTOCOL.md "Binary requests")."""
+
+    def header(self, kind, instance, count, flags=0, rid=7, length=None, version=1, magic=b"\x89CLR"):
+        body_len = {1: 12 * count * (2 if flags & 1 else 1), 2: 16 * count}.get(kind, 0)
+        n = 32 + body_len if length is None else length
+        return struct.pack("<4sHHIIIIII", magic, version, flags, n, instance, kind, rid, count, 0)
+
+    def test_a_binary_skin_is_the_json_skin(self):
+        a = self.c.create_cloth(width=6, height=5, maxDistance=0)
+        b = self.c.create_cloth(width=6, height=5, maxDistance=0)
+        base = self.c.get(a).positions
+        for f in range(1, 6):
+            pose = [[p[0] + 0.01 * f, p[1] + 0.003 * f, p[2]] for p in base]
+            normals = [[0.0, 0.0, 1.0]] * len(pose)
+            self.c.skin(a, pose, normals, binary=False)
+            self.c.skin(b, pose, normals)  # binary
+            self.c.request("step", instances=[a, b])
+        self.assertEqual(self.c.get(a).positions, self.c.get(b).positions)
+        self.assertIs(self.c.request("topology", instance=b)["skinned"], True)
+
+    def test_binary_pin_pins_many_particles_at_positions(self):
+        cid = self.c.create_cloth(width=4, height=4)
+        self.c.pin_bulk(cid, [0, 3], [[0, 1, 0], [0.5, 1, 0]])
+        s = self.c.get(cid)
+        self.assertEqual(sorted(s.pinned), [0, 3])
+        self.assertEqual(list(s.positions[3]), [0.5, 1, 0])
+
+    def test_binary_and_json_requests_interleave_in_one_write(self):
+        cid = self.c.create_cloth(width=2, height=2)
+        pose = struct.pack("<12f", *([0.0] * 12))
+        data = (self.header(1, cid, 4, rid=11) + pose + b'{"id":12,"cmd":"ping"}\n' +
+                self.header(1, cid, 4, rid=13) + pose)
+        self.c.send_raw(data)
+        replies = [self.c.read_reply() for _ in range(3)]
+        self.assertEqual([r["id"] for r in replies], [11, 12, 13])
+        self.assertTrue(all(r["ok"] for r in replies))
+
+    def test_bad_binary_requests_are_answered_with_their_id(self):
+        cid = self.c.create_cloth(width=2, height=2)
+        pose = struct.pack("<12f", *([0.0] * 12))
+        cases = [
+            (self.header(1, cid, 4, version=2) + pose, "invalid_argument",
+             "version: binary request version 2 is not supported (1)"),
+            (self.header(9, cid, 0), "invalid_argument", "kind: 9 is not 1 (skin) or 2 (pin)"),
+            (self.header(1, cid, 3, length=32 + 48) + pose, "invalid_argument",
+             "length: 80 bytes for 3 entries (expected 68)"),
+            (self.header(1, cid, 4, flags=4) + pose, "invalid_argument", "flags: unknown bits 0x0004"),
+            (self.header(1, 999, 4) + pose, "not_found", "instance: no instance 999"),
+            (self.header(1, cid, 3) + struct.pack("<9f", *([0.0] * 9)), "invalid_argument",
+             "positions: 3 points for 4 vertices (one per vertex)"),
+            (self.header(1, cid, 4) + struct.pack("<12f", *([0.0] * 11 + [float("nan")])),
+             "invalid_argument", "positions[3]: must be finite"),
+        ]
+        for data, code, message in cases:
+            with self.subTest(message=message):
+                self.c.send_raw(data)
+                reply = self.c.read_reply()
+                self.assertEqual(reply.get("id"), 7)
+                assert_error(self, reply, code, message=message)
+        self.assertEqual(self.c.request("ping")["pong"], True)  # the connection goes on
+
+    def test_a_bad_magic_closes_the_connection_with_an_error(self):
+        self.c.send_raw(b"\x89CLX" + bytes(28))
+        assert_error(self, self.c.read_reply(), "parse_error",
+                     message="binary request: bad magic (0x89 'C' 'L' 'R')")
+        self.assertServerAlive()
+
+
+class SkinCostTest(ServerTestCase):
+    """The cost of one skin update of a 1,960-vertex cape, both forms, over
+    the real server (printed for the closing note; not asserted)."""
+
+    def test_report_the_cost_of_json_and_binary_skin(self):
+        import time
+        verts, tris, _ = rect_mesh(49, 40, 0.02)
+        cid = self.c.create_mesh_cloth(verts, tris, max_distance=0.1)
+        normals = [[0.0, 0.0, 1.0]] * len(verts)
+        for binary in (False, True):
+            t0 = time.perf_counter()
+            for _ in range(20):
+                self.c.skin(cid, verts, normals, binary=binary)
+            ms = (time.perf_counter() - t0) / 20 * 1e3
+            print(f"\n  skin of {len(verts)} vertices, {'binary' if binary else 'JSON'}: "
+                  f"{ms:.2f} ms round trip", end="")
