@@ -140,7 +140,9 @@ typedef struct cd_request {
             char name[CD_TRANSFORM_NAME_MAX];
             cd_vec3 position;
             cd_quat rotation;
+            bool has_frame, frame; /* "inertiaFrame" given, and its value */
         } transform;
+        struct { cd_vec3 translation, pivot; cd_quat rotation; } teleport;
         /* the same first members as pin; positions are transform-local offsets */
         struct {
             uint32_t count;

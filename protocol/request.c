@@ -522,6 +522,32 @@ static cd_status parse_set(const cJSON *obj, const cd_limits *lim, cd_request *r
     return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.set.paint, err) : st;
 }
 
+/* An optional quaternion member [x, y, z, w]; identity when absent. */
+static cd_status read_rotation(const cJSON *obj, const char *name, cd_quat *out, cd_error *err)
+{
+    *out = (cd_quat){0, 0, 0, 1};
+    const cJSON *rotation = cd_json_member(obj, name);
+    if (!rotation)
+        return CD_OK;
+    if (!cJSON_IsArray(rotation) || cJSON_GetArraySize(rotation) != 4)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "%s: must be a quaternion [x, y, z, w] of 4 finite numbers", name);
+    float q[4];
+    double norm2 = 0;
+    for (int i = 0; i < 4; i++) {
+        const cJSON *c = cJSON_GetArrayItem(rotation, i);
+        if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || fabs(c->valuedouble) > 1e6)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "%s: must be a quaternion [x, y, z, w] of 4 finite numbers", name);
+        q[i] = (float)c->valuedouble;
+        norm2 += c->valuedouble * c->valuedouble;
+    }
+    if (!(norm2 > 1e-12))
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must not be zero-length", name);
+    *out = (cd_quat){q[0], q[1], q[2], q[3]};
+    return CD_OK;
+}
+
 static cd_status parse_transform(const cJSON *obj, const cd_limits *lim, cd_request *req,
                                  cd_error *err)
 {
@@ -534,27 +560,28 @@ static cd_status parse_transform(const cJSON *obj, const cd_limits *lim, cd_requ
         return err->code;
     if ((st = cd_json_vec3(position, "position", &req->as.transform.position, err)) != CD_OK)
         return st;
-    req->as.transform.rotation = (cd_quat){0, 0, 0, 1};
-    const cJSON *rotation = cd_json_member(obj, "rotation");
-    if (!rotation)
-        return CD_OK;
-    if (!cJSON_IsArray(rotation) || cJSON_GetArraySize(rotation) != 4)
-        return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                       "rotation: must be a quaternion [x, y, z, w] of 4 finite numbers");
-    float q[4];
-    double norm2 = 0;
-    for (int i = 0; i < 4; i++) {
-        const cJSON *c = cJSON_GetArrayItem(rotation, i);
-        if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || fabs(c->valuedouble) > 1e6)
-            return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "rotation: must be a quaternion [x, y, z, w] of 4 finite numbers");
-        q[i] = (float)c->valuedouble;
-        norm2 += c->valuedouble * c->valuedouble;
-    }
-    if (!(norm2 > 1e-12))
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "rotation: must not be zero-length");
-    req->as.transform.rotation = (cd_quat){q[0], q[1], q[2], q[3]};
-    return CD_OK;
+    if ((st = read_rotation(obj, "rotation", &req->as.transform.rotation, err)) != CD_OK)
+        return st;
+    const cJSON *frame = cd_json_member(obj, "inertiaFrame");
+    req->as.transform.has_frame = frame != NULL;
+    return frame ? cd_json_bool(frame, "inertiaFrame", &req->as.transform.frame, err) : CD_OK;
+}
+
+static cd_status parse_teleport(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                                cd_error *err)
+{
+    (void)lim;
+    req->as.teleport.translation = (cd_vec3){0, 0, 0};
+    req->as.teleport.pivot = (cd_vec3){0, 0, 0};
+    const cJSON *t = cd_json_member(obj, "translation"), *p = cd_json_member(obj, "pivot");
+    cd_status st = CD_OK;
+    if (t != NULL)
+        st = cd_json_vec3(t, "translation", &req->as.teleport.translation, err);
+    if (st == CD_OK && p != NULL)
+        st = cd_json_vec3(p, "pivot", &req->as.teleport.pivot, err);
+    if (st == CD_OK)
+        st = read_rotation(obj, "rotation", &req->as.teleport.rotation, err);
+    return st;
 }
 
 static cd_status parse_attach(const cJSON *obj, const cd_limits *lim, cd_request *req,

@@ -403,6 +403,13 @@ cd_dispatch_result cd_cmd_transform(cd_conn *conn, const cd_request *req)
                    (double)CD_WORLD_EXTENT);
     else
         reply_ok(conn, req);
+    if (st == CD_OK && req->as.transform.has_frame) {
+        /* true: this transform is the inertia frame; false: it is not. */
+        const uint32_t current = cd_instance_inertia_frame(inst);
+        cd_instance_set_inertia_frame(inst, req->as.transform.frame ? handle
+                                            : current == handle      ? 0
+                                                                     : current);
+    }
     return CD_DISPATCH_DONE;
 }
 

@@ -223,6 +223,11 @@ struct cd_instance {
     uint32_t collider_count; /* active */
 
     cd_transform transforms[CD_MAX_TRANSFORMS]; /* handle = index + 1 */
+    /* The inertia frame (frame.c): a transform handle (0: none) and its
+     * pose when the last step started. */
+    uint32_t inertia_frame;
+    cd_vec3 frame_position;
+    cd_quat frame_rotation;
 
     cd_vec3 wind;
     cd_vec3 last_global_wind; /* a change wakes a sleeping instance */
@@ -397,6 +402,13 @@ uint32_t *cd_tet_surface(const uint32_t *tets, uint32_t tet_count, uint32_t *tri
 void cd_rebuild_tethers(cd_instance *inst);
 /* Something touched the instance: it must simulate again. */
 void cd_instance_wake(cd_instance *inst);
+/* Moves every pin and collider attached to transform `handle` to its pose
+ * (pins over the next step, colliders from their last pose). */
+void cd_follow_transform(cd_instance *inst, uint32_t handle);
+/* Local-space simulation (frame.c): at a step's start, free particles are
+ * carried by the share of the inertia frame's motion since the last step
+ * that the inertia options take away. */
+void cd_stage_carry(cd_instance *inst);
 /* World pose of a transform-local pose. */
 cd_vec3 cd_transform_point(const cd_transform *t, cd_vec3 local);
 cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local);

@@ -112,27 +112,14 @@ void cd_stage_finish_pins(cd_instance *inst)
 
 /* ---- transforms ---------------------------------------------------------- */
 
-static cd_vec3 rotate(cd_quat q, cd_vec3 v)
-{
-    /* v' = v + 2w (u x v) + 2 u x (u x v), u = (x, y, z) */
-    cd_vec3 u = cd_v3(q.x, q.y, q.z);
-    cd_vec3 t = cd_v3_scale(cd_v3_cross(u, v), 2.0f);
-    return cd_v3_add(v, cd_v3_add(cd_v3_scale(t, q.w), cd_v3_cross(u, t)));
-}
-
-static cd_quat conjugate(cd_quat q)
-{
-    return (cd_quat){-q.x, -q.y, -q.z, q.w};
-}
-
 cd_vec3 cd_transform_point(const cd_transform *t, cd_vec3 local)
 {
-    return cd_v3_add(t->position, rotate(t->rotation, local));
+    return cd_v3_add(t->position, cd_quat_rotate(t->rotation, local));
 }
 
 cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local)
 {
-    return rotate(t->rotation, local);
+    return cd_quat_rotate(t->rotation, local);
 }
 
 uint32_t cd_instance_find_transform(const cd_instance *inst, const char *name)
@@ -146,7 +133,7 @@ uint32_t cd_instance_find_transform(const cd_instance *inst, const char *name)
 }
 
 /* Moves every pin and collider attached to transform `handle`. */
-static void follow_transform(cd_instance *inst, uint32_t handle)
+void cd_follow_transform(cd_instance *inst, uint32_t handle)
 {
     const cd_transform *t = &inst->transforms[handle - 1];
     for (uint32_t i = 0; i < inst->pin_count; i++) {
@@ -188,7 +175,7 @@ cd_status cd_instance_set_transform(cd_instance *inst, const char *name, cd_vec3
     cd_transform *t = &inst->transforms[handle - 1];
     t->position = position;
     t->rotation = rotation;
-    follow_transform(inst, handle);
+    cd_follow_transform(inst, handle);
     cd_instance_wake(inst);
     if (out_handle != NULL)
         *out_handle = handle;
@@ -209,7 +196,7 @@ cd_status cd_instance_attach(cd_instance *inst, uint32_t particle, uint32_t hand
         offset = *local;
     } else {
         cd_vec3 here = cd_v3_load(&inst->pos[3 * particle]);
-        offset = rotate(conjugate(t->rotation), cd_v3_sub(here, t->position));
+        offset = cd_quat_rotate(cd_quat_conjugate(t->rotation), cd_v3_sub(here, t->position));
     }
     cd_vec3 target = cd_transform_point(t, offset);
     if (!cd_vec3_in_world(target))

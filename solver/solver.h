@@ -98,6 +98,8 @@ typedef struct cd_cloth_def {
     float tether_scale;        /* tether length / rest distance, >= 1 */
     float sleep_threshold;     /* m/s; 0 never sleeps */
     float self_distance;       /* m; unconnected particles keep this apart, 0 = off */
+    float linear_inertia;      /* share of the inertia frame's motion felt, 0..1 (frame.c) */
+    float angular_inertia;
 
     /* Soft bodies only: the tetrahedral volume constraints. */
     float volume_stiffness;  /* the seed's 0..1 */
@@ -502,6 +504,20 @@ uint32_t cd_instance_find_transform(const cd_instance *inst, const char *name);
  * transform's frame; NULL: where the particle is now). */
 cd_status cd_instance_attach(cd_instance *inst, uint32_t particle, uint32_t handle,
                              const cd_vec3 *local);
+
+/* The inertia frame (frame.c): the transform whose motion the options
+ * linearInertia and angularInertia scale (0: none, the default). A new
+ * frame's motion counts from this call (naming the same one again changes
+ * nothing). CD_E_INVALID_ARGUMENT: no such transform. */
+cd_status cd_instance_set_inertia_frame(cd_instance *inst, uint32_t handle);
+uint32_t cd_instance_inertia_frame(const cd_instance *inst);
+/* Moves the whole instance rigidly: p -> pivot + rotation (p - pivot) +
+ * translation for its particles (and their history: no velocity), pins,
+ * skin, transforms and the colliders attached to them (world colliders
+ * stay). CD_E_INVALID_ARGUMENT: non-finite input, a zero quaternion, or a
+ * particle that would leave the world box (then nothing moves). */
+cd_status cd_instance_teleport(cd_instance *inst, cd_vec3 translation, cd_quat rotation,
+                               cd_vec3 pivot);
 
 /* Colliders are per instance, with generation-checked ids. */
 cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def, cd_id *out_id);

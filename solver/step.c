@@ -106,6 +106,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
 
     if (inst->tethers_dirty)
         cd_rebuild_tethers(inst);
+    cd_stage_carry(inst);
     const bool self_collision = d->self_distance > 0.0f && inst->hash_start != NULL;
     int next_search = 0;
     const bool keep_momentum = cd_momentum_kept(inst);

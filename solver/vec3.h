@@ -41,6 +41,23 @@ static inline void cd_v3_store(float *p, cd_vec3 v)
 
 static inline bool cd_float_is_valid(float f) { return isfinite(f); }
 
+/* Unit quaternions (x, y, z, w). */
+static inline cd_vec3 cd_quat_rotate(cd_quat q, cd_vec3 v)
+{
+    /* v' = v + 2w (u x v) + 2 u x (u x v), u = (x, y, z) */
+    const cd_vec3 u = cd_v3(q.x, q.y, q.z);
+    const cd_vec3 t = cd_v3_scale(cd_v3_cross(u, v), 2.0f);
+    return cd_v3_add(v, cd_v3_add(cd_v3_scale(t, q.w), cd_v3_cross(u, t)));
+}
+static inline cd_quat cd_quat_conjugate(cd_quat q) { return (cd_quat){-q.x, -q.y, -q.z, q.w}; }
+static inline cd_quat cd_quat_multiply(cd_quat a, cd_quat b)
+{
+    return (cd_quat){a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+                     a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+                     a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w,
+                     a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
+}
+
 /* The correction of a two-particle constraint along d = pb - pa: pa moves
  * by -d * sa, pb by +d * sb (packed xyz, the solver's hot loops). */
 static inline void cd_move_pair(float *pa, float *pb, float dx, float dy, float dz, float sa,

@@ -260,7 +260,7 @@ Test(protocol_request, command_names_are_the_wire_names)
     static const char *const names[] = {
         "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
         "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug",
-        "set", "transform", "attach", "topology", "ping", "auth", "stats", "skin"};
+        "set", "transform", "attach", "topology", "ping", "auth", "stats", "skin", "teleport"};
     const int known = (int)(sizeof names / sizeof names[0]);
     cr_assert_geq(CD_CMD_COUNT, known);
     for (int i = 0; i < known; i++)

@@ -247,3 +247,49 @@ class SkinCostTest(ServerTestCase):
             ms = (time.perf_counter() - t0) / 20 * 1e3
             print(f"\n  skin of {len(verts)} vertices, {'binary' if binary else 'JSON'}: "
                   f"{ms:.2f} ms round trip", end="")
+
+
+class TeleportAndInertiaTest(ServerTestCase):
+    def raw(self, **fields):
+        return send_line(self.c, json.dumps(fields))
+
+    def test_teleport_moves_the_instance_rigidly(self):
+        cid = self.c.create_cloth(width=3, height=3, spacing=0.1)
+        before = self.c.get(cid).positions
+        self.assertTrue(self.raw(cmd="teleport", instance=cid, translation=[10, 0, 0],
+                                 rotation=[0, 0.7071068, 0, 0.7071068])["ok"])
+        after = self.c.get(cid).positions
+        for b, a in zip(before, after):  # a quarter turn about y: (x, z) -> (z, -x), then +10 x
+            self.assertAlmostEqual(a[0], b[2] + 10, delta=1e-5)
+            self.assertAlmostEqual(a[1], b[1], delta=1e-5)
+            self.assertAlmostEqual(a[2], -b[0], delta=1e-5)
+
+    def test_teleport_errors_name_the_field(self):
+        cid = self.c.create_cloth(width=2, height=2)
+        assert_error(self, self.raw(cmd="teleport", instance=cid, translation=[2e5, 0, 0]),
+                     "invalid_argument",
+                     message="translation: the instance would leave the world box (|x|, |y|, |z| <= 100000 m)")
+        assert_error(self, self.raw(cmd="teleport", instance=cid, pivot=[0, 3e5, 0]),
+                     "invalid_argument", message="pivot: outside the world box (|x|, |y|, |z| <= 100000 m)")
+        assert_error(self, self.raw(cmd="teleport", instance=cid, rotation=[0, 0, 0, 0]),
+                     "invalid_argument", message="rotation: must not be zero-length")
+        assert_error(self, self.raw(cmd="transform", instance=cid, name="root", position=[0, 0, 0],
+                                    inertiaFrame=1), "invalid_argument",
+                     message="inertiaFrame: must be true or false")
+
+    def test_an_inertia_frame_with_inertia_zero_carries_the_cloth(self):
+        cid = self.c.create_cloth(width=4, height=4, spacing=0.1, origin=[0, 2, 0],
+                                  linearInertia=0, sleepThreshold=0)
+        self.raw(cmd="transform", instance=cid, name="root", position=[0, 2, 0], inertiaFrame=True)
+        self.c.request("attach", instance=cid, particles=[0, 3], name="root")
+        for _ in range(60):
+            self.c.request("step", instances=[cid])
+        settled = self.c.get(cid).positions
+        for f in range(1, 11):  # sprint at 12 m/s along x
+            self.raw(cmd="transform", instance=cid, name="root", position=[0.2 * f, 2, 0],
+                     inertiaFrame=True)
+            self.c.request("step", instances=[cid])
+        moved = self.c.get(cid).positions
+        drift = max(abs(m[0] - s[0] - 2.0) + abs(m[1] - s[1]) + abs(m[2] - s[2])
+                    for m, s in zip(moved, settled))
+        self.assertLess(drift, 2e-3, "carried rigidly by the frame")

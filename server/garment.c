@@ -1,7 +1,7 @@
-/* Garment commands: `skin` (the animated pose for the next step) and the
- * painted per-vertex properties that create and set carry. Counts are
- * checked here, where the instance's vertex count is known; the solver
- * checks the values. */
+/* Garment commands: `skin` (the animated pose for the next step),
+ * `teleport`, and the painted per-vertex properties that create and set
+ * carry. Counts are checked here, where the instance's vertex count is
+ * known; the solver checks the values. */
 #include <inttypes.h>
 
 #include "internal.h"
@@ -47,6 +47,28 @@ cd_dispatch_result cd_cmd_skin(cd_conn *conn, const cd_request *req)
         cd_error err;
         cd_fail_fault(&err, st, &fault);
         cd_conn_send_error(conn, req->id, &err);
+        return CD_DISPATCH_DONE;
+    }
+    cd_conn_send_reply(conn, cd_reply_ok(req->id));
+    return CD_DISPATCH_DONE;
+}
+
+cd_dispatch_result cd_cmd_teleport(cd_conn *conn, const cd_request *req)
+{
+    cd_instance *inst = cd_require_instance(conn, req);
+    if (inst == NULL)
+        return CD_DISPATCH_DONE;
+    if (!cd_vec3_in_world(req->as.teleport.pivot)) {
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                      "pivot: outside the world box (|x|, |y|, |z| <= %g m)",
+                      (double)CD_WORLD_EXTENT);
+        return CD_DISPATCH_DONE;
+    }
+    if (cd_instance_teleport(inst, req->as.teleport.translation, req->as.teleport.rotation,
+                             req->as.teleport.pivot) != CD_OK) {
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                      "translation: the instance would leave the world box (|x|, |y|, |z| <= %g m)",
+                      (double)CD_WORLD_EXTENT);
         return CD_DISPATCH_DONE;
     }
     cd_conn_send_reply(conn, cd_reply_ok(req->id));
