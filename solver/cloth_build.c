@@ -171,6 +171,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->coloured.b);
     free(inst->coloured.rest);
     free(inst->coloured.lambda);
+    free(inst->coloured.compliance_scale);
     free(inst->coloured.colours);
     free(inst->rest);
     free(inst->tets);

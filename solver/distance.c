@@ -66,6 +66,58 @@ void cd_solve_xpbd_scalar(float *restrict pos, const float *restrict w,
     }
 }
 
+void cd_solve_xpbd_scaled_scalar(float *restrict pos, const float *restrict w,
+                                 cd_constraints *restrict c, uint32_t begin, uint32_t end,
+                                 float alpha_tilde)
+{
+    for (uint32_t i = begin; i < end; i++) {
+        const uint32_t a = c->a[i], b = c->b[i];
+        const float wa = w[a], wb = w[b];
+        const float alpha = alpha_tilde * c->compliance_scale[i];
+        const float denom = wa + wb + alpha;
+        if (denom == 0.0f)
+            continue;
+        float *pa = &pos[3 * a], *pb = &pos[3 * b];
+        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        if (!(d2 > 1e-20f))
+            continue;
+        const float d = sqrtf(d2);
+        const float dl = (c->rest[i] - d - alpha * c->lambda[i]) / denom;
+        c->lambda[i] += dl;
+        const float s = dl / d;
+        cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
+    }
+}
+
+bool cd_refresh_compliance_scale(cd_instance *inst)
+{
+    cd_constraints *c = &inst->coloured;
+    const float *stretch = inst->paint[CD_PAINT_STRETCH_COMPLIANCE_SCALE];
+    const float *bend = inst->paint[CD_PAINT_BEND_COMPLIANCE_SCALE];
+    if (stretch == NULL && bend == NULL) {
+        free(c->compliance_scale);
+        c->compliance_scale = NULL;
+        return true;
+    }
+    if (c->compliance_scale == NULL &&
+        (c->compliance_scale = aligned_alloc(32, (sizeof(float) * c->slots + 31) / 32 * 32 + 32)) ==
+            NULL)
+        return false;
+    for (uint32_t s = 0; s < c->slots; s++)
+        c->compliance_scale[s] = 1.0f; /* padding, and unpainted groups */
+    for (int g = 0; g < CD_GROUP_COUNT; g++) {
+        const float *paint = g == CD_GROUP_BEND ? bend : stretch;
+        if (paint == NULL)
+            continue;
+        for (uint32_t col = inst->groups[g].colour_begin; col < inst->groups[g].colour_end; col++)
+            for (uint32_t s = c->colours[col].begin; s < c->colours[col].begin + c->colours[col].count;
+                 s++)
+                c->compliance_scale[s] = 0.5f * (paint[c->a[s]] + paint[c->b[s]]);
+    }
+    return true;
+}
+
 /* ---- the path, chosen once ------------------------------------------------ */
 
 typedef struct cd_simd_path {
@@ -157,7 +209,10 @@ typedef struct colour_job {
 static void solve_slots(cd_instance *inst, const colour_job *job, uint32_t begin, uint32_t end)
 {
     const cd_simd_path *path = end - begin < CD_SIMD_MIN_RUN ? &scalar_path : job->path;
-    if (job->xpbd)
+    if (job->xpbd && inst->coloured.compliance_scale != NULL)
+        cd_solve_xpbd_scaled_scalar(inst->pos, inst->inv_mass, &inst->coloured, begin, end,
+                                    job->param);
+    else if (job->xpbd)
         path->xpbd(inst->pos, inst->inv_mass, &inst->coloured, begin, end, job->param);
     else
         path->seed(inst->pos, inst->inv_mass, &inst->coloured, begin, end, job->param);

@@ -41,6 +41,7 @@ typedef struct cd_colour {
 typedef struct cd_constraints {
     uint32_t *a, *b;
     float *rest, *lambda;
+    float *compliance_scale; /* painted compliance: per slot, else NULL */
     uint32_t slots;       /* a multiple of CD_LANES */
     cd_colour *colours;   /* stretch's colours, then shear's, then bend's */
     uint32_t colour_count;
@@ -280,6 +281,12 @@ typedef void cd_xpbd_kernel(float *pos, const float *inv_mass, cd_constraints *c
                             uint32_t begin, uint32_t end, float alpha_tilde);
 cd_seed_kernel cd_solve_seed_scalar;
 cd_xpbd_kernel cd_solve_xpbd_scalar;
+/* XPBD with each slot's alpha~ times compliance_scale[slot] (painted
+ * compliance, scalar only). */
+cd_xpbd_kernel cd_solve_xpbd_scaled_scalar;
+/* Recomputes compliance_scale from the painted compliance scales (frees it
+ * when neither is painted); false on out of memory. */
+bool cd_refresh_compliance_scale(cd_instance *inst);
 #if defined(__x86_64__) || defined(__i386__)
 #define CD_HAVE_AVX2_KERNELS 1
 cd_seed_kernel cd_solve_seed_avx2;

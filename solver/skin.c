@@ -134,6 +134,9 @@ cd_status cd_instance_paint(cd_instance *inst, cd_paint which, const float *valu
             inst->paint[which][i] = values[count == 1 ? 0 : i];
     }
     cd_refresh_masses(inst);
+    if ((which == CD_PAINT_STRETCH_COMPLIANCE_SCALE || which == CD_PAINT_BEND_COMPLIANCE_SCALE) &&
+        !cd_refresh_compliance_scale(inst))
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, spec->name, "out of memory");
     if (inst->skinned)
         place_within_limits(inst);
     cd_instance_wake(inst);
@@ -305,6 +308,8 @@ size_t cd_skin_memory(const cd_instance *inst)
     size_t bytes = 0;
     for (int k = 0; k < CD_PAINT_COUNT; k++)
         bytes += inst->paint[k] ? sizeof(float) * inst->particle_count : 0;
+    if (inst->coloured.compliance_scale != NULL)
+        bytes += sizeof(float) * inst->coloured.slots;
     if (inst->skin_to != NULL)
         bytes += 4 * sizeof(float) * 3u * inst->particle_count +
                  sizeof(uint32_t) * 3u * inst->skin_triangle_count;

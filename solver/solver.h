@@ -434,6 +434,11 @@ bool cd_instance_enabled(const cd_instance *inst);
  *                     negative skin normal) where the backstop sphere's
  *                     surface lies
  *   backstopRadius    that sphere's radius; 0: no backstop
+ *   stretchComplianceScale, bendComplianceScale
+ *                     XPBD only: a constraint's compliance (stretch and
+ *                     shear, or bending) times the mean of its two ends'
+ *                     values (a stiff collar, a soft hem); the seed's
+ *                     stiffness has no unit to scale and ignores them
  * maxDistance and the backstop act only once the instance has a skin
  * (cd_instance_skin), and only on painted instances; a backstop only where
  * backstopDistance < maxDistance (Jolt's skinned constraints). */
@@ -441,7 +446,9 @@ bool cd_instance_enabled(const cd_instance *inst);
     X(INV_MASS_SCALE, "invMassScale", 0.0f, 1e3f, 1.0f)                                            \
     X(MAX_DISTANCE, "maxDistance", 0.0f, CD_WORLD_EXTENT, CD_WORLD_EXTENT)                         \
     X(BACKSTOP_DISTANCE, "backstopDistance", 0.0f, CD_WORLD_EXTENT, 0.0f)                          \
-    X(BACKSTOP_RADIUS, "backstopRadius", 0.0f, CD_WORLD_EXTENT, 0.0f)
+    X(BACKSTOP_RADIUS, "backstopRadius", 0.0f, CD_WORLD_EXTENT, 0.0f)                              \
+    X(STRETCH_COMPLIANCE_SCALE, "stretchComplianceScale", 0.0f, 1e6f, 1.0f)                        \
+    X(BEND_COMPLIANCE_SCALE, "bendComplianceScale", 0.0f, 1e6f, 1.0f)
 
 typedef enum cd_paint {
 #define CD_PAINT_ENUM(ID, wire, lo, hi, fallback) CD_PAINT_##ID,

@@ -243,3 +243,51 @@ Test(skin, paint_checks_the_count_and_the_range)
                  CD_E_INVALID_ARGUMENT);
     cd_world_destroy(world);
 }
+
+/* ---- painted compliance ---- */
+
+/* A 2 x 21 strip hung from its top pair (XPBD stretch 3e-4 m/N, bending
+ * near free at 1 m/N, converged: 4 substeps x 30 iterations, tethers off):
+ * its elongation after 3 s, and the hash of its positions. */
+static double strip_elongation(const float *scale, uint64_t *hash)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = 2;
+    def.height = 21;
+    def.spacing = 0.05f;
+    def.mass = 0.5f;
+    def.stretch_compliance = 3e-4f;
+    def.bend_compliance = 1.0f;
+    def.substeps = 4;
+    def.solver_iterations = 30;
+    def.tethers = false;
+    cd_instance *inst = fx_cloth(world, &def);
+    cd_instance_pin(inst, 0, NULL);
+    cd_instance_pin(inst, 1, NULL);
+    if (scale != NULL)
+        paint_all(inst, CD_PAINT_STRETCH_COMPLIANCE_SCALE, *scale);
+    for (int f = 0; f < 180; f++)
+        cd_instance_step(inst, FX_DT, fx_no_wind());
+    const double length = fx_dist(fx_pos(inst, 0), fx_pos(inst, 40));
+    *hash = fx_fnv1a(cd_instance_positions(inst), sizeof(float) * 3 * 42);
+    cd_world_destroy(world);
+    return length - 1.0;
+}
+
+Test(skin, a_painted_compliance_scale_of_2_doubles_a_hanging_strips_stretch)
+{
+    uint64_t plain_hash, one_hash, two_hash;
+    const float one = 1.0f, two = 2.0f;
+    const double plain = strip_elongation(NULL, &plain_hash);
+    const double ones = strip_elongation(&one, &one_hash);
+    const double doubled = strip_elongation(&two, &two_hash);
+    cr_log_info("strip stretch %.5f m, painted x2 %.5f m (ratio %.3f)", plain, doubled,
+                doubled / plain);
+    /* Linear in the compliance while the strain is small (0.6% here; at
+     * 2% the diagonals' turning already makes it 2.1). */
+    cr_expect_gt(plain, 0.003, "the strip stretches (%.5f m)", plain);
+    cr_expect_lt(fabs(doubled / plain - 2.0), 0.04, "ratio %.3f", doubled / plain);
+    cr_expect_eq(one_hash, plain_hash, "a scale of 1 everywhere is the same bits (%.6f, %.6f)",
+                 ones, plain);
+}
