@@ -993,13 +993,27 @@ class Client:
                      volume_compliance=volume_compliance, **extra)
 
     def transform(self, instance: int, name: str, position: VecLike,
-                  rotation: Optional[Sequence[float]] = None) -> None:
+                  rotation: Optional[Sequence[float]] = None, *,
+                  inertia_frame: Optional[bool] = None) -> None:
         """Creates or moves the instance's named transform (at most 16):
         ``position`` and ``rotation`` (a quaternion [x, y, z, w], default
         identity). Attached particles and colliders follow it; pins move
-        smoothly over the next step."""
+        smoothly over the next step. ``inertia_frame=True`` makes it the
+        frame whose motion the ``linear_inertia`` / ``angular_inertia``
+        options scale."""
         self.request("transform", instance=instance, name=name, position=_vec(position),
-                     rotation=None if rotation is None else [float(x) for x in rotation])
+                     rotation=None if rotation is None else [float(x) for x in rotation],
+                     inertia_frame=inertia_frame)
+
+    def teleport(self, instance: int, translation: Optional[VecLike] = None,
+                 rotation: Optional[Sequence[float]] = None,
+                 pivot: Optional[VecLike] = None) -> None:
+        """Moves the whole instance rigidly (p -> pivot + rotation (p - pivot)
+        + translation): particles with their velocities, pins, skin,
+        transforms and attached colliders, with no velocity spike."""
+        self.request("teleport", instance=instance, translation=_vec(translation),
+                     rotation=None if rotation is None else [float(x) for x in rotation],
+                     pivot=_vec(pivot))
 
     def attach(self, instance: int, name: str, particles: Union[int, Sequence[int], None] = None,
                offset: Optional[VecLike] = None, offsets: Optional[Sequence[VecLike]] = None, *,

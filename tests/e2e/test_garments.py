@@ -293,3 +293,19 @@ class TeleportAndInertiaTest(ServerTestCase):
         drift = max(abs(m[0] - s[0] - 2.0) + abs(m[1] - s[1]) + abs(m[2] - s[2])
                     for m, s in zip(moved, settled))
         self.assertLess(drift, 2e-3, "carried rigidly by the frame")
+
+
+class WalkingCapeExampleTest(ServerTestCase):
+    """clients/python/examples/walking_cape.py runs against the real server:
+    2 s of walking, no particle in the body, none beyond its reach."""
+
+    def test_the_walking_cape_example_keeps_the_cape_outside_the_body(self):
+        import os
+        import subprocess
+        import sys
+        here = os.path.dirname(os.path.abspath(__file__))
+        script = os.path.join(here, "..", "..", "clients", "python", "examples", "walking_cape.py")
+        out = subprocess.run([sys.executable, script, "--port", str(self.server.port), "--seconds",
+                              "2", "--check"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("t= 2.0s", out.stdout)
