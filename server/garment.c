@@ -3,6 +3,7 @@
  * carry. Counts are checked here, where the instance's vertex count is
  * known; the solver checks the values. */
 #include <inttypes.h>
+#include <stdio.h>
 
 #include "internal.h"
 
@@ -73,4 +74,20 @@ cd_dispatch_result cd_cmd_teleport(cd_conn *conn, const cd_request *req)
     }
     cd_conn_send_reply(conn, cd_reply_ok(req->id));
     return CD_DISPATCH_DONE;
+}
+
+void cd_announce_topology(cd_server *server, cd_instance *inst)
+{
+    const cd_id id = cd_instance_id(inst);
+    char line[160];
+    const int n = snprintf(line, sizeof line,
+                           "{\"event\":\"topology\",\"instance\":%" PRIu32
+                           ",\"particles\":%" PRIu32 ",\"triangles\":%" PRIu32 "}\n",
+                           id, cd_instance_particle_count(inst),
+                           cd_instance_triangles(inst, NULL, 0));
+    if (n <= 0 || (size_t)n >= sizeof line)
+        return;
+    for (cd_conn *c = server->conns; c != NULL; c = c->next)
+        if (!c->closing && cd_conn_is_subscribed(c, id))
+            cd_conn_send_event(c, cd_event_key(CD_EVENT_KIND_TOPOLOGY, id), line, (size_t)n);
 }

@@ -176,7 +176,11 @@ static inline uint64_t cd_event_key(uint32_t kind, cd_id instance)
 {
     return ((uint64_t)kind << 32) | instance;
 }
-enum { CD_EVENT_KIND_WIND = 1, CD_EVENT_KIND_DEBUG = 2 };
+enum { CD_EVENT_KIND_WIND = 1, CD_EVENT_KIND_DEBUG = 2, CD_EVENT_KIND_TOPOLOGY = 3 };
+/* {"event":"topology","instance":…,"particles":…,"triangles":…} to every
+ * connection subscribed to the instance: it tore, renderers rebuild
+ * (garment.c). */
+void cd_announce_topology(cd_server *server, cd_instance *inst);
 /* Runs every complete line that can run now. */
 void cd_conn_process(cd_conn *conn);
 void cd_conn_close(cd_conn *conn);

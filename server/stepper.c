@@ -58,6 +58,7 @@ typedef struct cd_step_job {
     float dt;
     cd_vec3 global_wind; /* snapshot: the global wind may change mid-step */
     cd_step_result result;
+    uint32_t torn; /* vertices split after the step (tearing) */
     cd_batch *batch;
     /* [quantize]: prepared by the loop thread, filled by the worker after
      * the step (when it moved); NULL when no subscriber wants that form. */
@@ -415,6 +416,25 @@ static void line_impulses(cd_line *line, const cd_batch *batch)
     LINE_LITERAL(line, "]");
 }
 
+/* ,"torn":[…]: the instances that tore after this step; nothing when none
+ * did (replies of cloths that cannot tear are as they always were). */
+static void line_torn(cd_line *line, const cd_batch *batch)
+{
+    bool first = true;
+    for (uint32_t i = 0; i < batch->count; i++) {
+        if (batch->jobs[i].torn == 0)
+            continue;
+        if (first)
+            LINE_LITERAL(line, ",\"torn\":[");
+        else
+            LINE_LITERAL(line, ",");
+        line_uint(line, batch->jobs[i].id);
+        first = false;
+    }
+    if (!first)
+        LINE_LITERAL(line, "]");
+}
+
 /* {"id":…,"ok":true,"unstable":[…],"sleeping":[…],"stepped":N,"impulses":[…]}
  * and its newline: the members in the order the cJSON version printed. */
 static char *step_reply(const cd_batch *batch, size_t *len)
@@ -440,6 +460,7 @@ static char *step_reply(const cd_batch *batch, size_t *len)
     line_uint(&line, stepped);
     LINE_LITERAL(&line, ",\"impulses\":");
     line_impulses(&line, batch);
+    line_torn(&line, batch);
     LINE_LITERAL(&line, "}\n");
     if (line.failed) {
         free(line.text);
@@ -453,6 +474,12 @@ static void finish_batch(cd_server *server, cd_batch *batch)
 {
     unlink_batch(server, batch);
     cd_metrics_step(server, batch->conn, batch->started, batch->count);
+    /* Tearing changes the topology: between steps, on this thread (no
+     * worker holds the instance any more), before the reply names it. The
+     * frames filled by the workers carry the state before the tear. */
+    for (uint32_t i = 0; i < batch->count; i++)
+        if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
+            batch->jobs[i].torn = cd_world_tear(server->world, batch->jobs[i].id);
     cd_conn *conn = batch->conn;
     if (conn != NULL) {
         size_t len = 0;
@@ -465,6 +492,9 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     for (uint32_t i = 0; i < batch->count; i++)
         if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
             fan_out(server, &batch->jobs[i]);
+    for (uint32_t i = 0; i < batch->count; i++)
+        if (batch->jobs[i].torn != 0)
+            cd_announce_topology(server, batch->jobs[i].inst);
     /* Only now may other requests touch (or destroy) these instances. */
     for (uint32_t i = 0; i < batch->count; i++) {
         cd_server_set_busy(server, batch->jobs[i].id, false);

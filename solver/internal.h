@@ -336,6 +336,13 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining);
 void cd_stage_self_collide(cd_instance *inst);
 /* Allocates what self-collision needs; false on out of memory. */
 bool cd_self_collision_reserve(cd_instance *inst);
+/* Frees what cd_self_collision_reserve allocated (a torn cloth's count
+ * changed: reserve again). */
+void cd_self_collision_release(cd_instance *inst);
+/* Tearing (tear.c): splits at most max_new vertices of the edges beyond
+ * tearStrain; returns how many. *failed: out of memory (the instance is
+ * then disabled as unstable). */
+uint32_t cd_instance_tear(cd_instance *inst, uint32_t max_new, bool *failed);
 /* Bytes of what cd_self_collision_reserve allocated (0 before). */
 size_t cd_self_collision_memory(const cd_instance *inst);
 void cd_stage_collide(cd_instance *inst, const cd_substep *sub);
@@ -383,6 +390,10 @@ cd_mesh_edge *cd_tri_mesh_edges(const uint32_t *triangles, uint32_t triangle_cou
 float cd_triangle_area(const float *pos, const uint32_t *tri);
 /* Zero area, or a sliver (tri_mesh.c). */
 bool cd_triangle_degenerate(cd_vec3 a, cd_vec3 b, cd_vec3 c);
+/* (Re)derives a mesh cloth's constraints (coloured), edge graph and
+ * shortest edge from its rest shape and triangles, freeing the old ones;
+ * false on out of memory. */
+bool cd_mesh_cloth_derive(cd_instance *inst);
 /* Builds a cloth from a validated triangle mesh into a zeroed instance;
  * false on out of memory. */
 bool cd_mesh_cloth_build(cd_instance *inst, const cd_tri_mesh *mesh, const cd_cloth_def *options);

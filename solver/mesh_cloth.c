@@ -202,34 +202,40 @@ static bool build_edge_graph(cd_instance *inst, uint32_t n, const cd_mesh_edge *
     return ok;
 }
 
-bool cd_mesh_cloth_build(cd_instance *inst, const cd_tri_mesh *mesh, const cd_cloth_def *options)
+/* Frees what cd_mesh_cloth_derive builds. */
+static void free_derived(cd_instance *inst)
 {
-    const uint32_t n = mesh->vertex_count, m = mesh->triangle_count;
+    free(inst->edge_start);
+    free(inst->edge_to);
+    free(inst->edge_length);
+    free(inst->geodesic);
+    free(inst->heap);
+    inst->edge_start = inst->edge_to = NULL;
+    inst->edge_length = inst->geodesic = NULL;
+    inst->heap = NULL;
+    cd_constraints *c = &inst->coloured;
+    free(c->a);
+    free(c->b);
+    free(c->rest);
+    free(c->lambda);
+    free(c->colours);
+    free(c->compliance_scale);
+    *c = (cd_constraints){0};
+}
+
+bool cd_mesh_cloth_derive(cd_instance *inst)
+{
+    const uint32_t n = inst->particle_count, m = inst->triangle_count;
     uint32_t edge_count = 0, non_manifold = 0, bend_count = 0;
-    cd_mesh_edge *edges = cd_tri_mesh_edges(mesh->triangles, m, &edge_count, &non_manifold);
+    free_derived(inst);
+    cd_mesh_edge *edges = cd_tri_mesh_edges(inst->triangles, m, &edge_count, &non_manifold);
     uint8_t *diagonal = edges ? calloc(edge_count ? edge_count : 1, 1) : NULL;
     uint8_t *kind_to = NULL;
     uint32_t *bends = NULL;
-
-    inst->type = CD_INSTANCE_CLOTH;
-    inst->width = (int32_t)n;
-    inst->height = 1;
-    inst->triangle_count = m;
-    inst->triangles = malloc(sizeof(uint32_t) * 3u * m);
-    inst->rest = malloc(sizeof(float) * 3u * n);
-    if (mesh->uvs != NULL)
-        inst->uvs = malloc(sizeof(float) * 2u * n);
-    bool ok = edges && diagonal && inst->triangles && inst->rest &&
-              (mesh->uvs == NULL || inst->uvs);
-    if (ok) {
-        memcpy(inst->triangles, mesh->triangles, sizeof(uint32_t) * 3u * m);
-        memcpy(inst->rest, mesh->vertices, sizeof(float) * 3u * n);
-        if (mesh->uvs != NULL)
-            memcpy(inst->uvs, mesh->uvs, sizeof(float) * 2u * n);
-        for (uint32_t e = 0; e < edge_count; e++)
-            diagonal[e] = quad_diagonal(inst, &edges[e]);
-        ok = build_edge_graph(inst, n, edges, edge_count, diagonal, &kind_to);
-    }
+    bool ok = edges && diagonal;
+    for (uint32_t e = 0; ok && e < edge_count; e++)
+        diagonal[e] = quad_diagonal(inst, &edges[e]);
+    ok = ok && build_edge_graph(inst, n, edges, edge_count, diagonal, &kind_to);
     if (ok) {
         bend_count = bending_pairs(inst, edges, diagonal, kind_to, edge_count, &bends);
         ok = bend_count != UINT32_MAX;
@@ -237,11 +243,13 @@ bool cd_mesh_cloth_build(cd_instance *inst, const cd_tri_mesh *mesh, const cd_cl
     uint32_t constraints = bend_count;
     for (uint32_t e = 0; ok && e < edge_count; e++)
         constraints += diagonal[e] ? 2 : 1;
-    if (ok)
-        ok = cd_instance_alloc(inst, n, constraints);
     if (ok) {
-        memcpy(inst->pos, mesh->vertices, sizeof(float) * 3u * n);
-        memcpy(inst->prev, mesh->vertices, sizeof(float) * 3u * n);
+        free(inst->constraints);
+        inst->constraint_count = constraints;
+        inst->constraints = malloc(sizeof(cd_distance) * (constraints ? constraints : 1));
+        ok = inst->constraints != NULL;
+    }
+    if (ok) {
         uint32_t emitted = emit_constraints(inst, edges, edge_count, diagonal, bends, bend_count);
         assert(emitted == constraints);
         (void)emitted;
@@ -255,7 +263,30 @@ bool cd_mesh_cloth_build(cd_instance *inst, const cd_tri_mesh *mesh, const cd_cl
     free(diagonal);
     free(kind_to);
     free(bends);
-    if (!ok || !cd_colour_constraints(inst))
+    return ok && cd_colour_constraints(inst);
+}
+
+bool cd_mesh_cloth_build(cd_instance *inst, const cd_tri_mesh *mesh, const cd_cloth_def *options)
+{
+    const uint32_t n = mesh->vertex_count, m = mesh->triangle_count;
+    inst->type = CD_INSTANCE_CLOTH;
+    inst->width = (int32_t)n;
+    inst->height = 1;
+    inst->triangle_count = m;
+    inst->triangles = malloc(sizeof(uint32_t) * 3u * m);
+    inst->rest = malloc(sizeof(float) * 3u * n);
+    if (mesh->uvs != NULL)
+        inst->uvs = malloc(sizeof(float) * 2u * n);
+    if (!inst->triangles || !inst->rest || (mesh->uvs != NULL && !inst->uvs) ||
+        !cd_instance_alloc(inst, n, 0))
+        return false;
+    memcpy(inst->triangles, mesh->triangles, sizeof(uint32_t) * 3u * m);
+    memcpy(inst->rest, mesh->vertices, sizeof(float) * 3u * n);
+    if (mesh->uvs != NULL)
+        memcpy(inst->uvs, mesh->uvs, sizeof(float) * 2u * n);
+    memcpy(inst->pos, mesh->vertices, sizeof(float) * 3u * n);
+    memcpy(inst->prev, mesh->vertices, sizeof(float) * 3u * n);
+    if (!cd_mesh_cloth_derive(inst))
         return false;
 
     inst->def = *options;

@@ -444,6 +444,13 @@ cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
                                    cd_field_fault *fault)
 {
     cd_status st = cd_cloth_options_check(def, fault);
+    if (st == CD_OK && def->tear_strain > 0.0f && inst->type != CD_INSTANCE_CLOTH)
+        st = cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "tearStrain",
+                          "soft bodies do not tear");
+    else if (st == CD_OK && def->tear_strain > 0.0f && cd_is_grid(inst))
+        st = cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "tearStrain",
+                          "a grid cloth tears only when created with tearStrain (it is then "
+                          "built as a mesh of the grid's triangles)");
     if (st == CD_OK)
         st = cd_self_distance_check(def->self_distance, inst->max_self_distance,
                                     cd_is_grid(inst), fault);

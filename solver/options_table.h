@@ -71,6 +71,7 @@
     X(TETHER_SCALE, tether_scale, "tetherScale", FLOAT, 1, 1e3, CLOSED, (1), 0)                    \
     X(SLEEP_THRESHOLD, sleep_threshold, "sleepThreshold", FLOAT, 0, 1e3, CLOSED, (0.01), 0)        \
     X(SELF_DISTANCE, self_distance, "selfDistance", FLOAT, 0, 1e3, CLOSED, (0), 0)                 \
+    X(TEAR_STRAIN, tear_strain, "tearStrain", FLOAT, 0, 1e3, CLOSED, (0), 0)                       \
     X(LINEAR_INERTIA, linear_inertia, "linearInertia", FLOAT, 0, 1, CLOSED, (1), 0)                \
     X(ANGULAR_INERTIA, angular_inertia, "angularInertia", FLOAT, 0, 1, CLOSED, (1), 0)             \
     X(VOLUME_STIFFNESS, volume_stiffness, "volumeStiffness", FLOAT, 0, 1, CLOSED, (0.9),           \

@@ -103,6 +103,22 @@ static bool build_neighbours(cd_instance *inst)
     return true;
 }
 
+void cd_self_collision_release(cd_instance *inst)
+{
+    free(inst->hash_start);
+    free(inst->hash_entries);
+    free(inst->self_move);
+    free(inst->pairs);
+    free(inst->neighbour_start);
+    free(inst->neighbours);
+    inst->hash_start = NULL;
+    inst->hash_entries = NULL;
+    inst->self_move = NULL;
+    inst->pairs = NULL;
+    inst->neighbour_start = inst->neighbours = NULL;
+    inst->pair_count = inst->pair_cap = 0;
+}
+
 bool cd_self_collision_reserve(cd_instance *inst)
 {
     if (inst->hash_start != NULL)

@@ -98,6 +98,7 @@ typedef struct cd_cloth_def {
     float tether_scale;        /* tether length / rest distance, >= 1 */
     float sleep_threshold;     /* m/s; 0 never sleeps */
     float self_distance;       /* m; unconnected particles keep this apart, 0 = off */
+    float tear_strain;         /* a structural edge stretched beyond this tears (tear.c); 0 off */
     float linear_inertia;      /* share of the inertia frame's motion felt, 0..1 (frame.c) */
     float angular_inertia;
 
@@ -358,6 +359,12 @@ cd_status cd_world_create_mesh_cloth_ex(cd_world *world, const cd_tri_mesh *mesh
                                         const cd_cloth_def *options, cd_id *out_id,
                                         cd_field_fault *fault);
 cd_status cd_world_destroy_instance(cd_world *world, cd_id id);
+/* Tears instance `id` between steps (its tearStrain > 0; tear.c): splits
+ * up to 16 vertices of its most overstretched edges, within the world's
+ * particle and step-work limits, and returns how many (0: nothing changed).
+ * The particle count grows by that much and the topology changes (call
+ * cd_instance_triangles again). Must not run while the instance steps. */
+uint32_t cd_world_tear(cd_world *world, cd_id id);
 
 /* NULL for a null, stale or never-issued id. */
 cd_instance *cd_world_get(const cd_world *world, cd_id id);

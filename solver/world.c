@@ -165,6 +165,36 @@ static cd_status check_limits(const cd_world *world, uint64_t particles,
     return CD_OK;
 }
 
+/* A grid that may tear is built as a mesh cloth of the grid's own
+ * vertices, triangles and UVs: tearing changes its topology, which the
+ * grid keeps implicit. */
+static cd_status create_tearable_grid(cd_world *world, const cd_cloth_def *def, cd_id *out_id,
+                                      cd_field_fault *fault)
+{
+    const uint32_t w = (uint32_t)def->width, h = (uint32_t)def->height, n = w * h;
+    cd_instance *grid = calloc(1, sizeof *grid);
+    cd_cloth_def layout = *def;
+    layout.tear_strain = 0.0f;
+    layout.self_distance = 0.0f;
+    float *uvs = malloc(sizeof(float) * 2u * n);
+    uint32_t *tris = malloc(sizeof(uint32_t) * 6u * (w - 1) * (h - 1));
+    cd_status st = CD_E_INTERNAL;
+    if (grid != NULL && uvs != NULL && tris != NULL && cd_cloth_build(grid, &layout) &&
+        cd_instance_uvs(grid, uvs)) {
+        const uint32_t m = cd_instance_triangles(grid, tris, (w - 1) * (h - 1) * 2);
+        const cd_tri_mesh mesh = {.vertices = grid->pos, .vertex_count = n, .triangles = tris,
+                                  .triangle_count = m, .uvs = uvs};
+        st = cd_world_create_mesh_cloth_ex(world, &mesh, def, out_id, fault);
+    } else {
+        cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "width, height",
+                     "out of memory for %u particles", (unsigned)n);
+    }
+    cd_instance_free(grid);
+    free(uvs);
+    free(tris);
+    return st;
+}
+
 cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_id *out_id,
                                    cd_field_fault *fault)
 {
@@ -175,6 +205,8 @@ cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_
     const uint64_t particles = (uint64_t)def->width * (uint64_t)def->height;
     if ((st = check_limits(world, particles, def, "width, height", fault)) != CD_OK)
         return st;
+    if (def->tear_strain > 0.0f)
+        return create_tearable_grid(world, def, out_id, fault);
 
     cd_instance *inst = calloc(1, sizeof *inst);
     if (inst == NULL || !cd_cloth_build(inst, def)) {
@@ -262,6 +294,42 @@ cd_status cd_world_create_mesh_cloth_ex(cd_world *world, const cd_tri_mesh *mesh
     inst->max_step_work = world->def.max_step_work;
     *out_id = place_instance(world, inst);
     return CD_OK;
+}
+
+static uint64_t headroom(uint64_t limit, uint64_t used)
+{
+    return limit > used ? limit - used : 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+uint32_t cd_world_tear(cd_world *world, cd_id id)
+{
+    cd_instance *inst = cd_world_get(world, id);
+    if (inst == NULL || !(inst->def.tear_strain > 0.0f))
+        return 0;
+    /* New particles stay within every limit a create would check. */
+    const uint64_t n = inst->particle_count;
+    uint64_t room = headroom(world->def.max_particles, n);
+    if (world->def.max_total_particles != 0)
+        room = min_u64(room, headroom(world->def.max_total_particles, world->total_particles));
+    if (world->def.max_step_work != 0) {
+        const uint64_t per = (uint64_t)cd_substeps_bound(&inst->def) *
+                             (uint64_t)inst->def.solver_iterations;
+        room = min_u64(room, headroom(world->def.max_step_work / per, n));
+    }
+    bool failed = false;
+    const uint32_t torn = cd_instance_tear(inst, room > UINT32_MAX ? UINT32_MAX : (uint32_t)room,
+                                           &failed);
+    world->total_particles += torn;
+    if (failed) { /* half rebuilt: never step it again */
+        inst->enabled = false;
+        inst->unstable = true;
+    }
+    return torn;
 }
 
 cd_instance *cd_world_get(const cd_world *world, cd_id id)

@@ -309,3 +309,53 @@ class WalkingCapeExampleTest(ServerTestCase):
                               "2", "--check"], capture_output=True, text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertIn("t= 2.0s", out.stdout)
+
+
+def pull_apart(c, cid, w, h, steps, spacing=0.05):
+    """Pins both side columns, pulls the right one away at 1 m/s."""
+    c.pin(cid, [y * w for y in range(h)])
+    torn = 0
+    for f in range(1, steps + 1):
+        right = [y * w + w - 1 for y in range(h)]
+        c.pin(cid, right, positions=[[(w - 1) * spacing + f / 60, -y * spacing, 0] for y in range(h)])
+        reply = c.request("step", instances=[cid])
+        torn += cid in reply.get("torn", [])
+    return torn
+
+
+class TearingTest(ServerTestCase):
+    def test_a_sheet_torn_over_the_wire_reports_it_and_tells_its_subscribers(self):
+        cid = self.c.create_cloth(width=24, height=12, spacing=0.05, gravity=[0, 0, 0],
+                                  tearStrain=0.3, sleepThreshold=0)
+        viewer = self.client()
+        viewer.request("subscribe", instance=cid)
+        steps_that_tore = pull_apart(self.c, cid, 24, 12, 150)
+        self.assertGreater(steps_that_tore, 0)
+        t = self.c.request("topology", instance=cid)
+        self.assertGreater(t["particles"], 24 * 12)
+        self.assertEqual(len(t["uvs"]), 2 * t["particles"], "new vertices keep their UVs")
+        viewer.request("ping")  # everything sent before it has been read: events are queued
+        events = [e for e in viewer.events if e.get("event") == "topology"]
+        self.assertTrue(events, "the subscriber heard of the tear")
+        self.assertEqual(events[-1]["instance"], cid)
+        self.assertEqual(events[-1]["triangles"], len(t["triangles"]) // 3)
+
+
+class TearingDeterminismTest(unittest.TestCase):
+    """The same commands tear the same edges on 1 and 4 workers (a 64 x 64
+    sheet: several threads step it)."""
+
+    def run_on(self, workers):
+        from server import fresh_server
+        srv = fresh_server(self, workers=workers)
+        with srv.client() as c:
+            cid = c.create_cloth(width=64, height=64, spacing=0.02, gravity=[0, 0, 0],
+                                 tearStrain=0.3, sleepThreshold=0)
+            pull_apart(c, cid, 64, 64, 60, spacing=0.02)
+            return c.get(cid).positions, c.request("topology", instance=cid)["triangles"]
+
+    def test_one_and_four_workers_tear_alike(self):
+        one, four = self.run_on(1), self.run_on(4)
+        self.assertGreater(len(one[0]), 64 * 64, "it tore")
+        self.assertEqual(one[1], four[1], "the same triangles")
+        self.assertEqual(one[0], four[0], "the same positions, bit for bit")
