@@ -406,6 +406,20 @@ export class Viewer {
       });
   }
 
+  // A cloth tore (clothd's `topology` event): its particle count and
+  // triangles changed. Read them again and hand them to every page, which
+  // draws the instance anew from them.
+  async #onTopologyEvent(conn, id) {
+    try {
+      const t = await conn.request('topology', { instance: id });
+      const text = Viewer.topologyMessage(id, t);
+      this.topology.set(id, text);
+      for (const c of this.clients) if (c.ws.readyState === c.ws.OPEN) c.ws.send(text);
+    } catch {
+      // Destroyed meanwhile: the next poll forgets it.
+    }
+  }
+
   async #onClothd(conn) {
     if (this.stopped) {
       conn.close();
@@ -416,6 +430,7 @@ export class Viewer {
     conn.on('event', (ev) => {
       if (ev.event === 'debug' && typeof ev.enabled === 'boolean') this.#setDebug(ev.enabled);
       if (ev.event === 'wind' && isFinite3(ev.wind)) this.#onWindEvent(ev);
+      if (ev.event === 'topology' && Number.isInteger(ev.instance)) this.#onTopologyEvent(conn, ev.instance);
     });
     conn.on('close', () => {
       if (this.conn !== conn) return;
