@@ -95,7 +95,8 @@ bool cd_refresh_compliance_scale(cd_instance *inst)
     cd_constraints *c = &inst->coloured;
     const float *stretch = inst->paint[CD_PAINT_STRETCH_COMPLIANCE_SCALE];
     const float *bend = inst->paint[CD_PAINT_BEND_COMPLIANCE_SCALE];
-    if (stretch == NULL && bend == NULL) {
+    const bool material = cd_material_active(inst);
+    if (stretch == NULL && bend == NULL && !material) {
         free(c->compliance_scale);
         c->compliance_scale = NULL;
         return true;
@@ -115,7 +116,7 @@ bool cd_refresh_compliance_scale(cd_instance *inst)
                  s++)
                 c->compliance_scale[s] = 0.5f * (paint[c->a[s]] + paint[c->b[s]]);
     }
-    return true;
+    return !material || cd_material_edge_factors(inst, c->compliance_scale);
 }
 
 /* ---- the path, chosen once ------------------------------------------------ */

@@ -284,9 +284,16 @@ cd_xpbd_kernel cd_solve_xpbd_scalar;
 /* XPBD with each slot's alpha~ times compliance_scale[slot] (painted
  * compliance, scalar only). */
 cd_xpbd_kernel cd_solve_xpbd_scaled_scalar;
-/* Recomputes compliance_scale from the painted compliance scales (frees it
- * when neither is painted); false on out of memory. */
+/* Recomputes compliance_scale from the painted compliance scales and a
+ * soft body's material (frees it when neither applies); false on out of
+ * memory. */
 bool cd_refresh_compliance_scale(cd_instance *inst);
+/* A soft body given youngsModulus (material.c): its edges' factors
+ * l^2 / (c V_e) multiplied into `scale` (per slot), and its tets' bulk
+ * compliance per unit rest volume, 1/K. */
+bool cd_material_active(const cd_instance *inst);
+bool cd_material_edge_factors(const cd_instance *inst, float *scale);
+float cd_material_bulk_compliance(const cd_instance *inst);
 #if defined(__x86_64__) || defined(__i386__)
 #define CD_HAVE_AVX2_KERNELS 1
 cd_seed_kernel cd_solve_seed_avx2;

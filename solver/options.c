@@ -433,6 +433,10 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
     g[CD_GROUP_STRETCH].compliance = def->stretch_compliance;
     g[CD_GROUP_SHEAR].compliance = def->stretch_compliance;
     g[CD_GROUP_BEND].compliance = def->bend_compliance;
+    if (cd_material_active(inst)) /* 1/E, times each edge's factor (material.c) */
+        g[CD_GROUP_STRETCH].compliance = 1.0f / def->youngs_modulus;
+    if (inst->coloured.colours != NULL && inst->type == CD_INSTANCE_SOFTBODY)
+        cd_refresh_compliance_scale(inst); /* out of memory: the old factors stay */
 
     assign_masses(inst, def->mass);
     if (tethers_changed || !inst->started)

@@ -77,7 +77,11 @@
     X(VOLUME_STIFFNESS, volume_stiffness, "volumeStiffness", FLOAT, 0, 1, CLOSED, (0.9),           \
       CD_OPTION_SOFTBODY)                                                                          \
     X(VOLUME_COMPLIANCE, volume_compliance, "volumeCompliance", FLOAT, 0, 1e9, CLOSED, (-1),       \
-      CD_OPTION_UNSET_OK | CD_OPTION_SOFTBODY)
+      CD_OPTION_UNSET_OK | CD_OPTION_SOFTBODY)                                                     \
+    X(YOUNGS_MODULUS, youngs_modulus, "youngsModulus", FLOAT, 0, 1e12, OPEN_MIN, (-1),            \
+      CD_OPTION_UNSET_OK | CD_OPTION_SOFTBODY)                                                     \
+    X(POISSON_RATIO, poisson_ratio, "poissonRatio", FLOAT, 0, 0.49, CLOSED, (0.3),                 \
+      CD_OPTION_SOFTBODY)
 
 /* A collider's options (its type and attachment are read apart: the type
  * picks the defaults, the attachment names a transform of the instance). */

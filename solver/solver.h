@@ -105,6 +105,10 @@ typedef struct cd_cloth_def {
     /* Soft bodies only: the tetrahedral volume constraints. */
     float volume_stiffness;  /* the seed's 0..1 */
     float volume_compliance; /* XPBD, m^5/N for C = V - V0; CD_UNSET: stiffness */
+    /* A material instead (softbody_build.c): Pa, CD_UNSET: the above. Given,
+     * it sets every edge's and tet's compliance from the mesh's geometry. */
+    float youngs_modulus;
+    float poisson_ratio;     /* 0..0.49: the bulk modulus E / (3 (1 - 2 nu)) */
 } cd_cloth_def;
 
 /* The seed's defaults: 10x10, spacing 0.1, mass 1, stiffness 0.9, bend 0.5,
