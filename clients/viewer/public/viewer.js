@@ -821,7 +821,9 @@ function buildRows() {
     li.querySelector('.swatch').style.background = hex(colourOf(id, m.type));
     li.querySelector('.label').textContent = `#${id}`;
     const soft = m.type === 'softbody';
-    li.querySelector('.size').textContent = soft ? `soft ${m.particles}` : m.width && m.height ? `${m.width}×${m.height}` : `${m.particles} p`;
+    // A mesh cloth reports its vertex count as width and 1 as height.
+    const grid = m.width && m.height > 1;
+    li.querySelector('.size').textContent = soft ? `soft ${m.particles}` : grid ? `${m.width}×${m.height}` : `mesh ${m.particles}`;
     li.title = soft ? `soft body, ${m.particles} particles` : `cloth, ${m.width} × ${m.height} particles`;
     const flag = li.querySelector('.flag');
     flag.hidden = m.enabled !== false && !m.sleeping;
