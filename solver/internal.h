@@ -332,6 +332,9 @@ void cd_stage_finish_skin(cd_instance *inst);
 bool cd_particle_kinematic(const cd_instance *inst, uint32_t particle);
 float cd_particle_inv_mass_scale(const cd_instance *inst, uint32_t particle);
 size_t cd_skin_memory(const cd_instance *inst);
+/* Allocates the skin's arrays (once); false on out of memory (snapshots
+ * restore a skin into them). */
+bool cd_skin_reserve(cd_instance *inst);
 void cd_skin_free(cd_instance *inst);
 /* Recomputes every particle's own inverse mass (mass lumping, invMassScale,
  * kinematic skinning) and the inverse mass of the unpinned ones. */
@@ -442,6 +445,28 @@ cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local);
 bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constraints);
 /* Frees what an instance owns, then the instance. NULL is fine. */
 void cd_instance_free(cd_instance *inst);
+
+/* Snapshots (snapshot.c) reach into the world's slot table here (world.c). */
+const cd_world_def *cd_world_definition(const cd_world *world);
+/* Writes max_instances + 1 generations (slot 0 included) and the free slots,
+ * oldest freed first (free_count of them); returns free_count. */
+uint32_t cd_world_export_slots(const cd_world *world, uint16_t *generations, uint16_t *fifo);
+/* Places `inst` in a free slot (one must be free), as create does. */
+cd_id cd_world_place(cd_world *world, cd_instance *inst);
+/* A live instance holds the slot of `id`. */
+bool cd_world_slot_taken(const cd_world *world, cd_id id);
+/* Places `inst` under `id` (its slot in range and free); the free-slot list
+ * is stale until cd_world_rebuild_free. */
+void cd_world_adopt(cd_world *world, cd_instance *inst, cd_id id);
+/* After adoptions: the free slots' generations from `generations` (NULL,
+ * count 0: kept), and the free-slot list rebuilt: `order`'s free slots
+ * first, then the others in their current order. `fifo` (max_instances
+ * entries, malloc'd) becomes the list; `seen` (max_instances + 1 zeroed
+ * bytes) is scratch. Allocation-free, so a load can allocate first and
+ * then commit without a failure in between. */
+void cd_world_rebuild_free(cd_world *world, const uint16_t *generations, uint32_t generation_count,
+                           const uint16_t *order, uint32_t order_count, uint16_t *fifo,
+                           uint8_t *seen);
 
 
 static inline uint32_t cd_particle_blocks(const cd_instance *inst)

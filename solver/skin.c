@@ -176,7 +176,7 @@ static void skin_normals(cd_instance *inst)
         cd_v3_store(&out[3 * i], cd_v3_normalize_or(cd_v3_load(&out[3 * i]), cd_v3(0, 0, 0)));
 }
 
-static bool reserve_skin(cd_instance *inst)
+bool cd_skin_reserve(cd_instance *inst)
 {
     if (inst->skin_to != NULL)
         return true;
@@ -224,7 +224,7 @@ cd_status cd_instance_skin(cd_instance *inst, const float *positions, const floa
         }
     }
     const bool first = !inst->skinned;
-    if (!reserve_skin(inst))
+    if (!cd_skin_reserve(inst))
         return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "positions", "out of memory");
     memcpy(inst->skin_to, positions, sizeof(float) * 3u * n);
     if (first)

@@ -195,6 +195,13 @@ static cd_status create_tearable_grid(cd_world *world, const cd_cloth_def *def, 
     return st;
 }
 
+cd_id cd_world_place(cd_world *world, cd_instance *inst)
+{
+    assert(world->free_count > 0);
+    inst->max_step_work = world->def.max_step_work;
+    return place_instance(world, inst);
+}
+
 cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_id *out_id,
                                    cd_field_fault *fault)
 {
@@ -392,4 +399,66 @@ void cd_world_set_global_wind(cd_world *world, cd_vec3 wind)
 cd_vec3 cd_world_global_wind(const cd_world *world)
 {
     return world->global_wind;
+}
+
+/* ---- snapshots (snapshot.c) ---------------------------------------------- */
+
+const cd_world_def *cd_world_definition(const cd_world *world)
+{
+    return &world->def;
+}
+
+uint32_t cd_world_export_slots(const cd_world *world, uint16_t *generations, uint16_t *fifo)
+{
+    for (uint32_t i = 0; i <= world->def.max_instances; i++)
+        generations[i] = world->slots[i].generation;
+    for (uint32_t k = 0; k < world->free_count; k++)
+        fifo[k] = world->free_fifo[(world->free_head + k) % world->def.max_instances];
+    return world->free_count;
+}
+
+bool cd_world_slot_taken(const cd_world *world, cd_id id)
+{
+    const uint32_t slot = cd_id_index(id);
+    return slot >= 1 && slot <= world->def.max_instances && world->slots[slot].instance != NULL;
+}
+
+void cd_world_adopt(cd_world *world, cd_instance *inst, cd_id id)
+{
+    const uint32_t slot = cd_id_index(id);
+    assert(slot >= 1 && slot <= world->def.max_instances && world->slots[slot].instance == NULL);
+    world->slots[slot].instance = inst;
+    world->slots[slot].generation = (uint16_t)(id >> 16);
+    world->live++;
+    world->total_particles += inst->particle_count;
+    inst->id = id;
+    inst->max_step_work = world->def.max_step_work;
+}
+
+void cd_world_rebuild_free(cd_world *world, const uint16_t *generations, uint32_t generation_count,
+                           const uint16_t *order, uint32_t order_count, uint16_t *fifo,
+                           uint8_t *seen)
+{
+    const uint32_t max = world->def.max_instances;
+    for (uint32_t i = 1; i < generation_count && i <= max; i++)
+        if (world->slots[i].instance == NULL)
+            world->slots[i].generation = generations[i];
+    uint32_t n = 0;
+    /* The saved order first, then the world's own, each free slot once. */
+    for (int pass = 0; pass < 2; pass++) {
+        const uint32_t count = pass == 0 ? order_count : world->free_count;
+        for (uint32_t k = 0; k < count; k++) {
+            const uint32_t slot =
+                pass == 0 ? order[k] : world->free_fifo[(world->free_head + k) % max];
+            if (slot < 1 || slot > max || seen[slot] || world->slots[slot].instance != NULL)
+                continue;
+            seen[slot] = 1;
+            fifo[n++] = (uint16_t)slot;
+        }
+    }
+    free(world->free_fifo);
+    world->free_fifo = fifo;
+    world->free_head = 0;
+    world->free_count = n;
+    assert(n + world->live == max);
 }
