@@ -26,10 +26,10 @@
  *   CD_TOUCHES_ALL        every instance
  * access: CD_ACCESS_READ (allowed with a read-only token) or CD_ACCESS_WRITE.
  * payload (what cd_request_free frees): CD_PAYLOAD_NONE, CD_PAYLOAD_PARTICLES
- *   (as.pin: particles, positions), CD_PAYLOAD_LIST (as.step / as.subscribe:
- *   the id list), CD_PAYLOAD_MESH (as.create: the soft body's or the mesh
- *   cloth's mesh, the paint), CD_PAYLOAD_PAINT (as.set: the paint),
- *   CD_PAYLOAD_SKIN (as.skin: positions, normals).
+ *   (as.pin: particles, positions), CD_PAYLOAD_LIST (as.step / as.subscribe /
+ *   as.save / as.record: the id list), CD_PAYLOAD_MESH (as.create: the soft
+ *   body's or the mesh cloth's mesh, the paint), CD_PAYLOAD_PAINT (as.set:
+ *   the paint), CD_PAYLOAD_SKIN (as.skin: positions, normals).
  *
  * Rows are in enum order; new rows go at the end.
  */
@@ -79,6 +79,12 @@
     X(STATS, stats, "stats", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE) \
     X(SKIN, skin, "skin", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE, CD_PAYLOAD_SKIN)  \
     X(TELEPORT, teleport, "teleport", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE,      \
+      CD_PAYLOAD_NONE)                                                                            \
+    X(SAVE, save, "save", CD_INSTANCE_LIST, CD_TOUCHES_LISTED, CD_ACCESS_WRITE, CD_PAYLOAD_LIST)  \
+    X(LOAD, load, "load", CD_INSTANCE_IGNORED, CD_TOUCHES_ALL, CD_ACCESS_WRITE, CD_PAYLOAD_NONE)  \
+    X(RECORD, record, "record", CD_INSTANCE_LIST, CD_TOUCHES_LISTED, CD_ACCESS_WRITE,             \
+      CD_PAYLOAD_LIST)                                                                            \
+    X(REPLAY, replay, "replay", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_WRITE,            \
       CD_PAYLOAD_NONE)
 
 typedef enum cd_command {

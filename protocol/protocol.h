@@ -81,6 +81,12 @@ typedef struct cd_frame_options {
 
 #define CD_FRAME_EVERY_MAX 1000u
 
+/* A snapshot's name (save, load): 1..CD_SNAPSHOT_NAME_MAX of A-Z a-z 0-9
+ * . _ -, not starting with a dot; the file is <--data-dir>/<name>.cds, so
+ * a name is never a path. */
+#define CD_SNAPSHOT_NAME_MAX 64
+bool cd_snapshot_name_ok(const char *name);
+
 /* The longest token `auth` takes (and a token file may hold). */
 #define CD_TOKEN_MAX 1024u
 
@@ -95,6 +101,11 @@ typedef struct cd_request {
     cd_command cmd;
     cJSON *id;          /* owned copy of the request's "id", or NULL */
     bool has_instance;  /* "instance" was given */
+    /* The message as received (owned: a JSON line, or a binary request,
+     * which starts with 0x89), kept only while a recording asks for it
+     * (server/recording.c); NULL otherwise. */
+    char *line;
+    size_t line_len;
     cd_id instance;
     union {
         /* grid cloth: def; soft body: def holds the options and mesh the
@@ -132,6 +143,17 @@ typedef struct cd_request {
         /* a token of 1..CD_TOKEN_MAX bytes, NUL-terminated (strict input:
          * it holds no NUL, no control byte, valid UTF-8) */
         struct { char token[CD_TOKEN_MAX + 1]; size_t len; } auth;
+        /* the instances (none listed: all) and the snapshot's name */
+        struct { cd_id_list instances; char name[CD_SNAPSHOT_NAME_MAX + 1]; } save;
+        struct { char name[CD_SNAPSHOT_NAME_MAX + 1]; bool replace; } load;
+        /* the instances (none listed: all), the journal's name; or stop */
+        struct {
+            cd_id_list instances;
+            char name[CD_SNAPSHOT_NAME_MAX + 1];
+            bool stop;
+        } record;
+        /* replay up to `to` frames (all without it) */
+        struct { char name[CD_SNAPSHOT_NAME_MAX + 1]; bool has_to; uint64_t to; } replay;
         /* the options given (merge with cd_cloth_def_merge) */
         struct { cd_cloth_def def; uint64_t present; cd_paint_request paint; } set;
         /* 3 floats per point, owned; normals NULL when not given */

@@ -649,6 +649,86 @@ static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_re
     return read_instance_list(obj, lim, req, &req->as.subscribe.instances, err);
 }
 
+bool cd_snapshot_name_ok(const char *name)
+{
+    const size_t n = strlen(name);
+    if (n == 0 || n > CD_SNAPSHOT_NAME_MAX || name[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* A snapshot's name: required, a file name and never a path. */
+static cd_status read_snapshot_name(const cJSON *obj, char out[CD_SNAPSHOT_NAME_MAX + 1],
+                                    cd_error *err)
+{
+    const cJSON *item = required(obj, "name", err);
+    if (!item)
+        return err->code;
+    if (!cJSON_IsString(item) || item->valuestring == NULL ||
+        !cd_snapshot_name_ok(item->valuestring))
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "name: must be 1 to %d of A-Z a-z 0-9 . _ - not starting with '.'",
+                       CD_SNAPSHOT_NAME_MAX);
+    memcpy(out, item->valuestring, strlen(item->valuestring) + 1);
+    return CD_OK;
+}
+
+static cd_status parse_save(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                            cd_error *err)
+{
+    cd_status st = read_instance_list(obj, lim, req, &req->as.save.instances, err);
+    return st != CD_OK ? st : read_snapshot_name(obj, req->as.save.name, err);
+}
+
+static cd_status parse_load(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                            cd_error *err)
+{
+    (void)lim;
+    cd_status st = read_snapshot_name(obj, req->as.load.name, err);
+    if (st != CD_OK)
+        return st;
+    const cJSON *replace = cd_json_member(obj, "replace");
+    req->as.load.replace = false;
+    return replace ? cd_json_bool(replace, "replace", &req->as.load.replace, err) : CD_OK;
+}
+
+static cd_status parse_record(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                              cd_error *err)
+{
+    cd_status st = read_instance_list(obj, lim, req, &req->as.record.instances, err);
+    if (st != CD_OK)
+        return st;
+    const cJSON *stop = cd_json_member(obj, "stop");
+    req->as.record.stop = false;
+    if (stop && (st = cd_json_bool(stop, "stop", &req->as.record.stop, err)) != CD_OK)
+        return st;
+    return req->as.record.stop ? CD_OK : read_snapshot_name(obj, req->as.record.name, err);
+}
+
+static cd_status parse_replay(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                              cd_error *err)
+{
+    (void)lim;
+    cd_status st = read_snapshot_name(obj, req->as.replay.name, err);
+    if (st != CD_OK)
+        return st;
+    const cJSON *to = cd_json_member(obj, "to");
+    req->as.replay.has_to = to != NULL;
+    if (to == NULL)
+        return CD_OK;
+    int64_t frames = 0;
+    if ((st = cd_json_int(to, "to", 0, INT64_MAX, &frames, err)) != CD_OK)
+        return st;
+    req->as.replay.to = (uint64_t)frames;
+    return CD_OK;
+}
+
 /* The commands that read nothing beyond the envelope. */
 #define parse_destroy parse_nothing
 #define parse_get parse_nothing
@@ -713,11 +793,16 @@ bool cd_command_is_read_only(cd_command cmd)
     return cd_command_access(cmd) == CD_ACCESS_READ;
 }
 
-/* The lists of step, subscribe and unsubscribe sit at the start of their
+/* The lists of step, subscribe, unsubscribe and save sit at the start of their
  * payloads, so one member reaches all three. */
 _Static_assert(offsetof(cd_request, as.step.instances) ==
                    offsetof(cd_request, as.subscribe.instances),
                "the id lists share one place");
+_Static_assert(offsetof(cd_request, as.step.instances) == offsetof(cd_request, as.save.instances),
+               "save's id list shares that place");
+_Static_assert(offsetof(cd_request, as.step.instances) ==
+                   offsetof(cd_request, as.record.instances),
+               "record's id list shares that place");
 
 const cd_id_list *cd_request_instances(const cd_request *req)
 {
@@ -760,6 +845,8 @@ void cd_request_free(cd_request *req)
     free_payload(req);
     cJSON_Delete(req->id);
     req->id = NULL;
+    free(req->line);
+    req->line = NULL;
 }
 
 /* ---- strict input ------------------------------------------------------ */

@@ -135,6 +135,10 @@ static bool write_line(cd_conn *conn, cd_write_kind kind, char *line, size_t len
 
 void cd_conn_send_line(cd_conn *conn, char *line, size_t len)
 {
+    if (conn->sink) {
+        free(line);
+        return;
+    }
     if (line == NULL) {
         cd_conn_close(conn); /* out of memory building the reply */
         return;
@@ -229,6 +233,8 @@ void cd_conn_send_reply(cd_conn *conn, cJSON *reply)
 
 void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err)
 {
+    if (conn->sink)
+        return;
     cd_metrics_error(conn, err);
     size_t len = 0;
     char *line = cd_reply_error_line(id, err, &len);
@@ -505,6 +511,24 @@ static bool is_blank(const char *line, size_t len)
     return true;
 }
 
+/* While a recording runs, the request keeps its message for the journal;
+ * false after replying internal (out of memory; `req` freed). */
+static bool keep_message(cd_conn *conn, cd_request *req, const char *msg, size_t len)
+{
+    if (!cd_recording_wants_lines(conn->server))
+        return true;
+    if ((req->line = malloc(len ? len : 1)) != NULL) {
+        memcpy(req->line, msg, len);
+        req->line_len = len;
+        return true;
+    }
+    cd_error oom;
+    cd_fail(&oom, CD_E_INTERNAL, "line: out of memory");
+    cd_conn_send_error(conn, req->id, &oom);
+    cd_request_free(req);
+    return false;
+}
+
 /* Parses and runs one line; returns what dispatch said. */
 static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
 {
@@ -521,6 +545,8 @@ static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
         cd_request_free(&req);
         return CD_DISPATCH_DONE;
     }
+    if (!keep_message(conn, &req, line, len))
+        return CD_DISPATCH_DONE;
     cd_dispatch_result r = cd_dispatch(conn, &req);
     if (r == CD_DISPATCH_DEFER) {
         conn->deferred = req; /* ownership moves to the connection */
@@ -543,6 +569,8 @@ static cd_dispatch_result run_binary(cd_conn *conn, const unsigned char *msg, si
         cd_request_free(&req);
         return CD_DISPATCH_DONE;
     }
+    if (!keep_message(conn, &req, (const char *)msg, len))
+        return CD_DISPATCH_DONE;
     cd_dispatch_result r = cd_dispatch(conn, &req);
     if (r == CD_DISPATCH_DEFER) {
         conn->deferred = req;
@@ -597,7 +625,7 @@ void cd_conn_process(cd_conn *conn)
 {
     if (conn->closing || conn->draining)
         return;
-    if (conn->own_batch != NULL)
+    if (conn->own_batch != NULL || conn->own_save != NULL)
         return;
     if (conn->paused_until != 0)
         return;
@@ -614,7 +642,7 @@ void cd_conn_process(cd_conn *conn)
     size_t start = 0;
     bool binary_pending = false;
     while (!conn->closing && !conn->draining && !conn->has_deferred && conn->own_batch == NULL &&
-           conn->paused_until == 0 && start < conn->in_len) {
+           conn->own_save == NULL && conn->paused_until == 0 && start < conn->in_len) {
         if ((unsigned char)conn->in[start] == 0x89) {
             const size_t len = binary_message(conn, start);
             if (len == SIZE_MAX)
@@ -649,7 +677,8 @@ void cd_conn_process(cd_conn *conn)
         return;
     }
     /* Stop reading while a request waits: TCP pushes back on the client. */
-    if (conn->has_deferred || conn->own_batch != NULL || conn->paused_until != 0)
+    if (conn->has_deferred || conn->own_batch != NULL || conn->own_save != NULL ||
+        conn->paused_until != 0)
         stop_reading(conn);
     else if (conn->eof)
         cd_conn_close_after_writes(conn); /* every complete line has run; a partial one is dropped */
@@ -757,6 +786,7 @@ void cd_conn_close(cd_conn *conn)
     conn->closing = true;
     stop_reading(conn);
     cd_stepper_forget_conn(conn);
+    cd_snapshots_forget_conn(conn);
     for (uint32_t i = 0; i < conn->slot_count; i++)
         cd_frame_buf_unref(conn->slots[i].frame);
     conn->slot_count = 0;

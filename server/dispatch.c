@@ -448,10 +448,7 @@ cd_dispatch_result cd_cmd_enable(cd_conn *conn, const cd_request *req)
     return CD_DISPATCH_DONE;
 }
 
-/* Resolves an id list to live instances; replies not_found or
- * invalid_argument (duplicate) and returns NULL on failure. With `all`,
- * every live instance. `count` receives the number of ids. */
-static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *list,
+cd_id *cd_resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *list,
                           uint32_t *count)
 {
     cd_world *world = conn->server->world;
@@ -492,7 +489,7 @@ static cd_id *resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list
 cd_dispatch_result cd_cmd_step(cd_conn *conn, const cd_request *req)
 {
     uint32_t count = 0;
-    cd_id *ids = resolve_ids(conn, req, &req->as.step.instances, &count);
+    cd_id *ids = cd_resolve_ids(conn, req, &req->as.step.instances, &count);
     if (ids == NULL)
         return CD_DISPATCH_DONE;
     uint32_t enabled = 0;
@@ -506,6 +503,7 @@ cd_dispatch_result cd_cmd_step(cd_conn *conn, const cd_request *req)
         cJSON_AddArrayToObject(reply, "unstable");
         cd_conn_send_reply(conn, reply);
     } else {
+        cd_recording_step(conn->server, ids, enabled, req->as.step.dt);
         r = cd_stepper_start(conn, req->id, req->as.step.dt, ids, enabled);
     }
     free(ids);
@@ -554,7 +552,7 @@ cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
 {
     cd_id_list list = subscription_list(req);
     uint32_t count = 0;
-    cd_id *ids = resolve_ids(conn, req, &list, &count);
+    cd_id *ids = cd_resolve_ids(conn, req, &list, &count);
     if (ids == NULL)
         return CD_DISPATCH_DONE;
     if (list.all) {
@@ -646,7 +644,13 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req)
         return CD_DISPATCH_DONE;
     if (touches_busy(conn->server, req))
         return CD_DISPATCH_DEFER;
+    cd_recording_command(conn->server, req); /* in the order it runs */
     return handlers[req->cmd](conn, req);
+}
+
+cd_dispatch_result cd_dispatch_apply(cd_conn *conn, const cd_request *req)
+{
+    return (unsigned)req->cmd < CD_CMD_COUNT ? handlers[req->cmd](conn, req) : CD_DISPATCH_DONE;
 }
 
 void cd_dispatch_forget_instance(cd_server *server, cd_id instance)

@@ -8,6 +8,10 @@
  *   metrics.c  counters, the log lines of events, `stats`, Prometheus text
  *   health.c   the HTTP ports: /healthz, /readyz, /metrics
  *   log.c      the log line writer
+ *   snapshots.c      save, load, autosave, the snapshot loaded at start
+ *   snapshot_file.c  snapshot files: atomic writes, reads, the newest first
+ *   recording.c      record (the journal's hooks) and replay
+ *   journal.c        journal files: checksummed records, appended and read
  */
 #ifndef CLOTHD_SERVER_INTERNAL_H
 #define CLOTHD_SERVER_INTERNAL_H
@@ -30,6 +34,8 @@ typedef struct cd_conn cd_conn;
 typedef struct cd_batch cd_batch;
 typedef struct cd_event_slot cd_event_slot;
 typedef struct cd_health cd_health;
+typedef struct cd_save_job cd_save_job;
+typedef struct cd_recording cd_recording;
 
 /* What a connection may send (server/auth.c). */
 typedef enum cd_access_level {
@@ -94,12 +100,14 @@ struct cd_conn {
     cd_access_level access;
     uint32_t auth_failures; /* bad tokens presented */
     bool closing;  /* uv_close called; freed in its callback */
+    bool sink;     /* replay's stand-in (recording.c): replies are dropped, no socket */
 
     /* A parsed request that can't run yet (its instance is being stepped,
      * or this client's own step has not replied); nothing after it runs. */
     bool has_deferred;
     cd_request deferred;
     cd_batch *own_batch; /* a step of this client's in flight */
+    cd_save_job *own_save; /* a save of this client's being written */
     bool resume;         /* its step replied: run the lines that wait */
 
     /* Output accounting: each write counted at its true cost while queued. */
@@ -152,6 +160,12 @@ struct cd_server {
     cd_log log;
     cd_metrics metrics;
     cd_health *health; /* the HTTP ports; NULL when neither is configured */
+    uv_timer_t autosave_timer; /* every --autosave seconds */
+    bool autosave_due;         /* the timer fired while a step ran: save once it is back */
+    uint32_t saves_writing;    /* snapshot files being written on libuv's thread pool */
+    bool autosave_writing;     /* one of them is an autosave */
+    bool final_autosave;       /* stopping: the last autosave waits for those writes */
+    cd_recording *recording;   /* the journal being written, NULL when none */
 };
 
 /* ---- conn.c ---- */
@@ -224,8 +238,82 @@ const char *cd_instance_type_name(cd_instance_type type);
     cd_dispatch_result cd_cmd_##name(cd_conn *conn, const cd_request *req);
 CD_COMMAND_MAP(CD_DECLARE_HANDLER)
 #undef CD_DECLARE_HANDLER
+/* Runs `req` through its handler at once (no access or busy check): replay
+ * applies journaled requests to the instances it owns. */
+cd_dispatch_result cd_dispatch_apply(cd_conn *conn, const cd_request *req);
 /* Forgets an instance in every connection's subscriptions and slots. */
 void cd_dispatch_forget_instance(cd_server *server, cd_id instance);
+
+/* Resolves an id list to live instances (`all`: every one); replies
+ * not_found or invalid_argument (duplicate) and returns NULL on failure.
+ * The caller frees the result. */
+cd_id *cd_resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *list,
+                      uint32_t *count);
+
+/* ---- snapshot_file.c: files under --data-dir ---- */
+typedef enum cd_file_status { CD_FILE_OK, CD_FILE_MISSING, CD_FILE_ERROR } cd_file_status;
+/* Reads <dir>/<name><ext> whole into a malloc'd *data. */
+cd_file_status cd_data_file_read(const char *dir, const char *name, const char *ext, uint8_t **data,
+                                 size_t *len, char *err, size_t cap);
+/* Writes <dir>/<name>.cds atomically (temporary, fsync, rename, folder
+ * fsync); false with a one-line reason in `err` (the old file, if any, is
+ * then intact). `seq` makes the temporary's name unique, so that two
+ * writes of one name never share it. `crash_at`: --crash-at. Any thread. */
+bool cd_snapshot_file_write(const char *dir, const char *name, uint64_t seq, const uint8_t *data,
+                            size_t len, const char *crash_at, char *err, size_t cap);
+/* Reads <dir>/<name>.cds whole into a malloc'd *data. */
+cd_file_status cd_snapshot_file_read(const char *dir, const char *name, uint8_t **data,
+                                     size_t *len, char *err, size_t cap);
+/* Removes the temporaries a crash left in `dir` (".NAME.cds.SEQ.tmp");
+ * how many. */
+uint32_t cd_snapshot_file_clean(const char *dir);
+/* The snapshots' names in `dir`, newest first (malloc'd *names); how many. */
+uint32_t cd_snapshot_file_list(const char *dir, char (**names)[CD_SNAPSHOT_NAME_MAX + 1]);
+
+/* ---- snapshots.c: save, load, autosave ---- */
+/* At start: loads the newest valid snapshot of --data-dir (logging what it
+ * loaded and what it skipped) and starts the autosave timer. */
+void cd_snapshots_start(cd_server *server);
+/* A step batch is back: an autosave that waited for it runs now. */
+void cd_snapshots_steps_idle(cd_server *server);
+/* Shutting down, no step running (the pool is joined): the last autosave,
+ * once the files being written are. */
+void cd_snapshots_stop(cd_server *server);
+/* The connection is going away: its save must not reply to it. */
+void cd_snapshots_forget_conn(cd_conn *conn);
+
+/* ---- journal.c: journal files (record, replay) ---- */
+/* Creates <dir>/<name>.cdj (replacing one of that name) with its preamble;
+ * the descriptor, or -1 with `err`. */
+int cd_journal_create(const char *dir, const char *name, char *err, size_t cap);
+/* One record (kind, body) with one write(); false with `err`. */
+bool cd_journal_append(int fd, uint8_t kind, const void *body, size_t len, char *err, size_t cap);
+/* fsync and close; false with `err`. */
+bool cd_journal_close(int fd, char *err, size_t cap);
+/* The preamble of journal bytes; CD_E_INVALID_ARGUMENT with `err`. */
+cd_status cd_journal_check_preamble(const uint8_t *data, size_t len, char *err, size_t cap);
+typedef enum cd_journal_next { CD_JOURNAL_RECORD, CD_JOURNAL_END, CD_JOURNAL_TORN } cd_journal_next;
+typedef struct cd_journal_rec {
+    uint8_t kind;
+    const uint8_t *body; /* into the bytes read */
+    size_t len;
+    size_t offset; /* of the record in the file */
+} cd_journal_rec;
+/* The record at *at (0: the first), moving *at past it: CD_JOURNAL_END at
+ * the end, CD_JOURNAL_TORN where the rest is not a whole record (a crash
+ * mid-write, or damage). */
+cd_journal_next cd_journal_record(const uint8_t *data, size_t len, size_t *at, cd_journal_rec *out);
+
+/* ---- recording.c: record, replay ---- */
+/* Does the recording want each request's line (req->line)? */
+bool cd_recording_wants_lines(const cd_server *server);
+/* A request about to run: journaled when it changes a recorded instance. */
+void cd_recording_command(cd_server *server, const cd_request *req);
+/* A step of `ids` starting: journaled for the recorded ones among them. */
+void cd_recording_step(cd_server *server, const cd_id *ids, uint32_t count, float dt);
+/* Stopping (or a load replacing the world): the journal is closed with its
+ * STOP record. */
+void cd_recording_shutdown(cd_server *server);
 
 /* ---- auth.c ---- */
 /* Loads the tokens (files or environment) and checks the bind; false after

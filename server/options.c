@@ -118,6 +118,12 @@ static const flag_spec flags[] = {
      "serve HTTP GET /metrics (Prometheus text) on this port (default off; may be the health port)"},
     {"--http-bind", "ADDR", FLAG_TEXT, TEXT(http_bind), 0, 0,
      "address of the health and metrics ports (default: the --bind address)"},
+    {"--data-dir", "PATH", FLAG_TEXT, TEXT(data_dir), 0, 0,
+     "snapshots' folder: save/load, and the newest valid snapshot is loaded at start"},
+    {"--autosave", "SECONDS", FLAG_U32, OPT(autosave), 0, 0, 86400,
+     "with --data-dir: save every instance as \"autosave\" this often and on SIGTERM (0 = off)"},
+    {"--crash-at", "STAGE", FLAG_TEXT, TEXT(crash_at), 0, 0,
+     "testing only: abort during snapshot writes at mid-write, write, fsync or rename"},
 };
 
 #define FLAG_COUNT (sizeof flags / sizeof flags[0])

@@ -54,6 +54,9 @@ static void on_signal(uv_signal_t *handle, int signum)
     /* Join the workers before closing the handle they wake us with. */
     cd_pool_destroy(server->pool);
     server->pool = NULL;
+    /* No step runs now: the journal and the last autosave see whole steps. */
+    cd_recording_shutdown(server);
+    cd_snapshots_stop(server);
     uv_walk(server->loop, close_handle, server);
 }
 
@@ -77,6 +80,7 @@ void cd_server_set_busy(cd_server *server, cd_id instance, bool busy)
 
 void cd_server_resume_deferred(cd_server *server)
 {
+    cd_snapshots_steps_idle(server); /* an autosave that waited for the steps */
     /* A resumed request may start a step or close its connection; walk with
      * the next pointer saved (closing only unlinks in the close callback). */
     for (cd_conn *conn = server->conns, *next; conn != NULL; conn = next) {
@@ -179,6 +183,12 @@ int cd_server_run(const cd_server_options *opts)
         exit_code = 2;
         goto shutdown;
     }
+    if (opts->autosave > 0 && opts->data_dir[0] == '\0') {
+        fprintf(stderr, "clothd: --autosave needs --data-dir\n");
+        exit_code = 2;
+        goto shutdown;
+    }
+    cd_snapshots_start(&server); /* the newest snapshot, before any client */
     /* Signals are watched before the banner is printed: whoever starts
      * clothd may stop it the moment it says it listens. */
     uv_signal_init(&loop, &server.sigint);

@@ -33,6 +33,9 @@ typedef struct cd_server_options {
     int health_port;        /* HTTP /healthz and /readyz; -1: off, 0: ephemeral */
     int metrics_port;       /* HTTP /metrics (Prometheus); -1: off; may equal health_port */
     char http_bind[64];     /* address of the HTTP ports; "": the --bind address */
+    char data_dir[4096];    /* snapshots' folder; "": save and load are off */
+    uint32_t autosave;      /* seconds between autosaves (and one at SIGTERM); 0: off */
+    char crash_at[16];      /* tests: abort at this stage of a snapshot write (snapshot_file.c) */
 } cd_server_options;
 
 cd_server_options cd_default_server_options(void);

@@ -100,6 +100,16 @@ def on_off(text: str) -> bool:
 # ---- commands -------------------------------------------------------------------
 
 
+def snapshot_name(name: str) -> str:
+    """`clothctl save world.cds` names the snapshot "world"."""
+    return name[:-4] if name.endswith(".cds") else name
+
+
+def journal_name(name: str) -> str:
+    """`clothctl replay session.cdj` names the journal "session"."""
+    return name[:-4] if name.endswith(".cdj") else name
+
+
 class Console:
     def __init__(self, client: Client, as_json: bool):
         self.c = client
@@ -184,6 +194,40 @@ class Console:
             return self.raw()
         self.out(f"instance {reply['instance']}: {reply.get('particles')} particles, "
                  f"{reply.get('constraints')} constraints")
+
+    def save(self, args: argparse.Namespace) -> None:
+        r = self.c.save(snapshot_name(args.name), args.instance)
+        if self.as_json:
+            return self.raw()
+        self.out(f"saved {r['instances']} instance(s) as {r['name']} ({r['bytes']} bytes)")
+
+    def load(self, args: argparse.Namespace) -> None:
+        ids = self.c.load(snapshot_name(args.name), replace=args.replace)
+        if self.as_json:
+            return self.raw()
+        self.out(f"loaded {snapshot_name(args.name)}: instances {' '.join(map(str, ids)) or 'none'}")
+
+    def record(self, args: argparse.Namespace) -> None:
+        if args.stop:
+            r = self.c.stop_recording()
+            if self.as_json:
+                return self.raw()
+            return self.out(f"recorded {r['frames']} frame(s) to {r['name']} ({r['bytes']} bytes)")
+        if args.name is None:
+            raise UsageError("record: give a NAME (or --stop)")
+        r = self.c.record(journal_name(args.name), args.instance)
+        if self.as_json:
+            return self.raw()
+        self.out(f"recording instances {' '.join(map(str, r['instances'])) or 'none'} to {r['name']}")
+
+    def replay(self, args: argparse.Namespace) -> None:
+        r = self.c.replay(journal_name(args.name), args.to)
+        if self.as_json:
+            return self.raw()
+        pairs = ", ".join(f"{old} -> {new}" for old, new in zip(r["recorded"], r["instances"]))
+        self.out(f"replayed {r['frames']} of {r['journalFrames']} frame(s): {pairs or 'no instances'}")
+        if "warning" in r:
+            self.out(f"warning: {r['warning']}")
 
     def destroy(self, args: argparse.Namespace) -> None:
         self.c.destroy(args.instance)
@@ -407,6 +451,23 @@ def build_parser() -> argparse.ArgumentParser:
     gt = sub.add_parser("get", help="an instance's state")
     gt.add_argument("instance", type=int)
     gt.add_argument("--positions", action="store_true", help="print every particle's position")
+
+    sv = sub.add_parser("save", help="write a snapshot to the server's --data-dir")
+    sv.add_argument("name", help="the snapshot's name (a trailing .cds is dropped)")
+    sv.add_argument("--instance", type=int, action="append", help="only this instance (repeatable)")
+
+    ld = sub.add_parser("load", help="load a snapshot from the server's --data-dir")
+    ld.add_argument("name", help="the snapshot's name (a trailing .cds is dropped)")
+    ld.add_argument("--replace", action="store_true", help="replace every instance (default: add)")
+
+    rc = sub.add_parser("record", help="start (or --stop) a journal in the server's --data-dir")
+    rc.add_argument("name", nargs="?", help="the journal's name (a trailing .cdj is dropped)")
+    rc.add_argument("--instance", type=int, action="append", help="only this instance (repeatable)")
+    rc.add_argument("--stop", action="store_true", help="end the journal being written")
+
+    rp = sub.add_parser("replay", help="rebuild a journal's instances (under new ids) at a frame")
+    rp.add_argument("name", help="the journal's name (a trailing .cdj is dropped)")
+    rp.add_argument("--to", type=int, help="the frame to stop at (default: the whole journal)")
 
     wa = sub.add_parser("watch", help="print a line per frame received")
     wa.add_argument("instances", nargs="*", type=int, metavar="INSTANCE", help="default: every instance")

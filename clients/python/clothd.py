@@ -1166,6 +1166,47 @@ class Client:
         for iid in ([instance] if instance is not None else []) + list(instances or []):
             self._subs.pop(iid, None)
 
+    def save(self, name: str, instances: Optional[Sequence[int]] = None, *,
+             instance: Optional[int] = None) -> Dict[str, Any]:
+        """Writes a snapshot ``name`` (1-64 of ``A-Z a-z 0-9 . _ -``, not
+        starting with ``.``) of every instance, or of ``instances`` /
+        ``instance``, to the server's ``--data-dir``. Returns the reply:
+        ``name``, ``instances`` (how many), ``bytes``. Raises
+        :class:`ClothdError` ``internal`` when the disk refuses (nothing is
+        then damaged), ``invalid_argument`` without ``--data-dir``."""
+        return self.request("save", name=name, instance=instance, instances=_ids(instances))
+
+    def load(self, name: str, *, replace: bool = False) -> List[int]:
+        """Loads the snapshot ``name``: its instances come back under their
+        saved ids (refused with ``invalid_argument`` if one is in use), or,
+        with ``replace=True``, they become the whole world. A damaged file
+        is refused naming its section and changes nothing. Returns the
+        loaded ids."""
+        reply = self.request("load", name=name, replace=True if replace else None)
+        return [int(i) for i in reply["instances"]]
+
+    def record(self, name: str, instances: Optional[Sequence[int]] = None, *,
+               instance: Optional[int] = None) -> Dict[str, Any]:
+        """Starts the journal ``name`` (``.cdj`` in the server's
+        ``--data-dir``) of every instance, or of ``instances`` /
+        ``instance``: a snapshot of them, then every request that changes
+        one and every step. Returns the reply (``name``, ``instances``,
+        ``bytes``)."""
+        return self.request("record", name=name, instance=instance, instances=_ids(instances))
+
+    def stop_recording(self) -> Dict[str, Any]:
+        """Ends the journal; returns the reply (``name``, ``frames``,
+        ``records``, ``bytes``)."""
+        return self.request("record", stop=True)
+
+    def replay(self, name: str, to: Optional[int] = None) -> Dict[str, Any]:
+        """Rebuilds the journal's instances under new ids at frame ``to``
+        (all of it without), bit for bit. Returns the reply: ``instances``
+        (new ids), ``recorded`` (their recorded ids, same order),
+        ``frames``, ``journalFrames``, ``complete``, and ``warning`` when it
+        was recorded by another build or SIMD path."""
+        return self.request("replay", name=name, to=to)
+
     def status(self) -> Dict[str, Any]:
         """The server's status reply: ``instances`` (summaries), ``workers``,
         ``globalWind``, ``version``, ``debug`` and ``text`` (the seed's
