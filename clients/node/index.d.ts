@@ -449,6 +449,14 @@ export class Client extends EventEmitter {
   get(instance: number): Promise<InstanceState>;
   subscribe(options?: SubscribeOptions): Promise<SubscribeReply>;
   unsubscribe(options?: UnsubscribeOptions): Promise<void>;
+  /** Writes the snapshot `name` of every instance (or opts.instances) to the server's --data-dir. */
+  save(name: string, opts?: { instance?: number; instances?: number[] }): Promise<{ name: string; instances: number; bytes: number }>;
+  /** Starts the journal `name` (or with opts.stop ends the one being written). */
+  record(name: string | null, opts?: { instance?: number; instances?: number[]; stop?: boolean }): Promise<Record<string, unknown>>;
+  /** Rebuilds the journal's instances under new ids at frame opts.to (all of it without). */
+  replay(name: string, opts?: { to?: number }): Promise<{ instances: number[]; recorded: number[]; frames: number; journalFrames: number; complete: boolean; warning?: string }>;
+  /** Loads the snapshot `name` (adding under the saved ids, or with replace the whole world); resolves with the loaded ids. */
+  load(name: string, opts?: { replace?: boolean }): Promise<number[]>;
   status(): Promise<StatusReply>;
   /** The server-wide global wind (from status). */
   globalWind(): Promise<Vec3>;

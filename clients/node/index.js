@@ -816,6 +816,45 @@ class Client extends EventEmitter {
     await this.request('unsubscribe', { instance: opts.instance, instances: idList(opts.instances) });
   }
 
+  /**
+   * Writes the snapshot `name` (1-64 of A-Z a-z 0-9 . _ -, not starting
+   * with '.') of every instance, or of opts.instances / opts.instance, to
+   * the server's --data-dir. Resolves with the reply (name, instances,
+   * bytes); rejects `internal` when the disk refuses (nothing is damaged).
+   */
+  save(name, opts = {}) {
+    return this.request('save', { name, instance: opts.instance, instances: idList(opts.instances) });
+  }
+
+  /**
+   * Loads the snapshot `name`: its instances come back under their saved
+   * ids (rejected `invalid_argument` if one is in use), or with
+   * opts.replace they become the whole world. Resolves with the loaded ids.
+   */
+  async load(name, opts = {}) {
+    const reply = await this.request('load', { name, replace: opts.replace ? true : undefined });
+    return reply.instances;
+  }
+
+  /**
+   * Starts the journal `name` (.cdj in the server's --data-dir) of every
+   * instance, or of opts.instances / opts.instance; with opts.stop ends
+   * the one being written. Resolves with the reply.
+   */
+  record(name, opts = {}) {
+    if (opts.stop) return this.request('record', { stop: true });
+    return this.request('record', { name, instance: opts.instance, instances: idList(opts.instances) });
+  }
+
+  /**
+   * Rebuilds the journal's instances under new ids at frame opts.to (all of
+   * it without), bit for bit. Resolves with the reply: instances (new ids),
+   * recorded (their recorded ids), frames, journalFrames, complete, warning.
+   */
+  replay(name, opts = {}) {
+    return this.request('replay', { name, to: opts.to });
+  }
+
   /** The server's status reply (instances, workers, globalWind, version, debug, text). */
   status() {
     return this.request('status');

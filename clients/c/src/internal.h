@@ -51,6 +51,10 @@ typedef enum cdc_kind {
     CDC_K_PING,
     CDC_K_AUTH,
     CDC_K_STATS,
+    CDC_K_SAVE,
+    CDC_K_LOAD,
+    CDC_K_RECORD,
+    CDC_K_REPLAY,
     CDC_K_RAW,
 } cdc_kind;
 

@@ -32,6 +32,10 @@ static const char *const kind_names[] = {
     [CDC_K_PING] = "ping",
     [CDC_K_AUTH] = "auth",
     [CDC_K_STATS] = "stats",
+    [CDC_K_SAVE] = "save",
+    [CDC_K_LOAD] = "load",
+    [CDC_K_RECORD] = "record",
+    [CDC_K_REPLAY] = "replay",
     [CDC_K_RAW] = "a raw request",
 };
 

@@ -5,7 +5,10 @@
 #include "harness.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static clothd_client *client(void)
 {
@@ -355,6 +358,71 @@ static void the_rest_of_the_commands_should_answer(void)
     clothd_close(c);
 }
 
+/* save and load against a server with --data-dir: a cloth comes back with
+ * its frame, an id in use is refused, a bad name is invalid_argument. */
+static void save_and_load_should_bring_an_instance_back(void)
+{
+    char dir[] = "/tmp/clothd-c-snap-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    const char *args[] = {"--data-dir", dir, NULL};
+    ct_server s;
+    REQUIRE(ct_server_start(&s, args, 0));
+    clothd_client *c = ct_connect(s.port, NULL);
+    clothd_error err;
+    if (c != NULL) {
+        clothd_created cl = {{0}, 0, 0};
+        CHECK(clothd_create_cloth(c, NULL, &cl, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(clothd_step(c, NULL, NULL, &err) == CLOTHD_OK, "%s", err.message);
+        uint32_t saved = 0, loaded = 0;
+        uint64_t bytes = 0;
+        CHECK(clothd_save(c, "c-world", NULL, 0, &saved, &bytes, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(saved == 1 && bytes > 1000, "saved %u, %llu bytes", saved, (unsigned long long)bytes);
+        CHECK(clothd_step(c, NULL, NULL, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(clothd_load(c, "c-world", false, &loaded, &err) == CLOTHD_E_INVALID_ARGUMENT &&
+                  strstr(err.message, "in use") != NULL,
+              "%s", err.message);
+        CHECK(clothd_load(c, "c-world", true, &loaded, &err) == CLOTHD_OK && loaded == 1, "%s", err.message);
+        clothd_instance_state st;
+        CHECK(clothd_get(c, cl.instance, NULL, &st, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(st.frame == 1, "frame %llu, the saved one", (unsigned long long)st.frame);
+        clothd_instance_state_free(&st);
+        CHECK(clothd_save(c, "../out", &cl.instance, 1, NULL, NULL, &err) == CLOTHD_E_INVALID_ARGUMENT,
+              "%s", err.message);
+        CHECK(clothd_load(c, "missing", false, NULL, &err) == CLOTHD_E_NOT_FOUND, "%s", err.message);
+        CHECK(clothd_save(c, NULL, NULL, 0, NULL, NULL, &err) == CLOTHD_E_USAGE);
+
+        /* A journal of three steps, replayed under a new id. */
+        CHECK(clothd_record(c, "c-journal", &cl.instance, 1, &err) == CLOTHD_OK, "%s", err.message);
+        for (int k = 0; k < 3; k++)
+            CHECK(clothd_step(c, NULL, NULL, &err) == CLOTHD_OK, "%s", err.message);
+        uint64_t frames = 0;
+        CHECK(clothd_record_stop(c, &frames, &err) == CLOTHD_OK && frames == 3, "%s", err.message);
+        clothd_instance copy = {0};
+        clothd_replayed rp;
+        CHECK(clothd_replay(c, "c-journal", -1, &copy, 1, &rp, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(rp.instances == 1 && rp.frames == 3 && rp.journal_frames == 3 && rp.complete && !rp.other_build);
+        CHECK(copy.id != 0 && copy.id != cl.instance.id, "a new id: %u", copy.id);
+        clothd_instance_state a, b;
+        CHECK(clothd_get(c, cl.instance, NULL, &a, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(clothd_get(c, copy, NULL, &b, &err) == CLOTHD_OK, "%s", err.message);
+        CHECK(a.frame == b.frame && a.particle_count == b.particle_count &&
+                  memcmp(a.positions, b.positions, sizeof(float) * 3 * a.particle_count) == 0,
+              "the replayed copy holds the same bits");
+        clothd_instance_state_free(&a);
+        clothd_instance_state_free(&b);
+        CHECK(clothd_replay(c, "c-journal", 1, NULL, 0, &rp, &err) == CLOTHD_OK && rp.frames == 1);
+        CHECK(clothd_record_stop(c, NULL, &err) == CLOTHD_E_INVALID_ARGUMENT, "%s", err.message);
+        clothd_close(c);
+    }
+    CHECK(ct_server_stop(&s) == 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/c-world.cds", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/c-journal.cdj", dir);
+    remove(path);
+    rmdir(dir);
+}
+
 const ct_test ct_command_tests[] = {
     {"commands: create cloth and soft bodies, destroy", create_should_report_particles_and_constraints, 0},
     {"commands: pin, unpin, get into the caller's buffer", pins_should_show_in_get, 0},
@@ -362,5 +430,6 @@ const ct_test ct_command_tests[] = {
     {"commands: add, move, remove colliders", colliders_should_come_and_go, 0},
     {"commands: a coupled collider reports impulses", a_coupled_collider_should_report_impulses, 0},
     {"commands: topology, status, debug, set, transform, attach, ping, stats, auth", the_rest_of_the_commands_should_answer, 0},
+    {"commands: save and load, record and replay", save_and_load_should_bring_an_instance_back, 0},
     {NULL, NULL, 0},
 };

@@ -755,6 +755,41 @@ typedef struct clothd_server_stats {
 
 CLOTHD_API clothd_code clothd_get_server_stats(clothd_client *c, clothd_server_stats *out, clothd_error *err);
 CLOTHD_API clothd_code clothd_send_stats(clothd_client *c, clothd_ticket *ticket, clothd_error *err);
+
+/* save / load: snapshots in the server's --data-dir (PROTOCOL.md, "save",
+ * "load"). `name`: 1-64 of A-Z a-z 0-9 . _ -, not starting with '.'.
+ * save writes every instance (instances NULL) or the `count` listed;
+ * *saved and *bytes (each may be NULL): how many, the file's size. A disk
+ * that refuses is CLOTHD_E_INTERNAL (nothing saved is damaged). load adds
+ * the snapshot's instances under their saved ids (CLOTHD_E_INVALID_ARGUMENT
+ * if one is in use) or, with `replace`, makes them the whole world; a
+ * damaged file is refused naming its section; *loaded (may be NULL): how
+ * many instances came back. Blocking calls. */
+CLOTHD_API clothd_code clothd_save(clothd_client *c, const char *name, const clothd_instance *instances,
+                                   size_t count, uint32_t *saved, uint64_t *bytes, clothd_error *err);
+CLOTHD_API clothd_code clothd_load(clothd_client *c, const char *name, bool replace, uint32_t *loaded,
+                                   clothd_error *err);
+
+/* record / replay: journals in the server's --data-dir (PROTOCOL.md,
+ * "record", "replay"). clothd_record starts the journal `name` of every
+ * instance (instances NULL) or the `count` listed; clothd_record_stop
+ * ends it (*frames, may be NULL: the steps recorded). clothd_replay
+ * rebuilds the journal's instances under new ids at frame `to` (negative:
+ * the whole journal); the new ids go to `ids` (up to `cap`, in the order
+ * of the recorded ones; may be NULL) and *out (may be NULL) says how many
+ * and how far. Blocking calls. */
+typedef struct clothd_replayed {
+    uint32_t instances;      /* rebuilt (ids beyond `cap` are not written) */
+    uint64_t frames;         /* steps applied */
+    uint64_t journal_frames; /* steps the journal holds */
+    bool complete;           /* the journal ends with its STOP record */
+    bool other_build;        /* recorded by another build or SIMD path: bits may differ */
+} clothd_replayed;
+CLOTHD_API clothd_code clothd_record(clothd_client *c, const char *name, const clothd_instance *instances,
+                                     size_t count, clothd_error *err);
+CLOTHD_API clothd_code clothd_record_stop(clothd_client *c, uint64_t *frames, clothd_error *err);
+CLOTHD_API clothd_code clothd_replay(clothd_client *c, const char *name, int64_t to, clothd_instance *ids,
+                                     size_t cap, clothd_replayed *out, clothd_error *err);
 CLOTHD_API clothd_code clothd_recv_stats(clothd_client *c, clothd_ticket ticket, clothd_server_stats *out,
                                          clothd_error *err);
 
