@@ -497,7 +497,13 @@ static void client_drain(client *c)
                     (int)(len > 300 ? 300 : len), line);
         c->head++;
         const char *code = check_reply(reply, line, len);
-        if (code != NULL && strcmp(code, "line_too_long") == 0) {
+        /* A line starting with 0x89 is a binary request to the server; one
+         * with a bad magic is parse_error, and the server closes after it
+         * as after line_too_long (PROTOCOL.md "Binary requests"). */
+        const bool closes = code != NULL && (strcmp(code, "line_too_long") == 0 ||
+                                             (strcmp(code, "parse_error") == 0 && len > 0 &&
+                                              (unsigned char)line[0] == 0x89));
+        if (closes) {
             /* The server closes after this reply: nothing else may come. */
             while (!c->r.eof) {
                 if (read_reply(&c->r) != NULL)
