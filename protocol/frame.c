@@ -1,9 +1,10 @@
-/* clothd protocol — binary position frames.
+/* clothd protocol — binary frames: positions, and on request velocities
+ * and normals.
  *
  *   offset size  field
  *        0    4  magic 0x89 'C' 'L' 'F'
  *        4    2  u16 version (1)
- *        6    2  u16 flags (0 in v1)
+ *        6    2  u16 flags: bit 0 quantized, bit 1 velocities, bit 2 normals
  *        8    4  u32 total length in bytes, header included
  *       12    4  u32 instance id
  *       16    8  u64 frame number (steps the instance has taken)
@@ -11,15 +12,22 @@
  *       32    4  u32 particle count N
  *       36    4  u32 reserved (0)
  *       40  12N  f32 x, y, z per particle, particle-index order
+ *          [12N  f32 velocity x, y, z per particle]     flags bit 1
+ *          [12N  f32 normal x, y, z per particle]       flags bit 2
  *
  * A quantized frame (flags bit 0, subscribe's "quantize") has the same
- * header and instead of the f32 positions:
+ * header and instead:
  *       40   12  f32 bounding box min x, y, z
  *       52   12  f32 bounding box max x, y, z
  *       64   6N  u16 x, y, z per particle: q = round((p - min) / (max - min) * 65535)
+ *          [24   f32 velocity box min x, y, z, max x, y, z;
+ *            6N  u16 velocity x, y, z per particle, the same rule]   bit 1
+ *          [4N   u16 u, v per particle: the normal, octahedral]      bit 2
  *
- * Every field is little-endian and written byte by byte, so the encoding is
- * the same on any host and no unaligned or type-punned access happens.
+ * Frames without bits 1 and 2 are byte for byte what they were before the
+ * channels existed. Every field is little-endian and written byte by byte,
+ * so the encoding is the same on any host and no unaligned or type-punned
+ * access happens.
  */
 #include "protocol.h"
 
@@ -84,14 +92,45 @@ static float get_f32(const uint8_t *p)
     return v;
 }
 
+/* Bytes of one section (a box counts as part of its section). */
+static size_t positions_bytes(uint32_t count, uint16_t flags)
+{
+    return (flags & CD_FRAME_FLAG_QUANTIZED) ? CD_FRAME_QUANTIZED_PREFIX + (size_t)6 * count
+                                             : (size_t)12 * count;
+}
+
+static size_t normals_bytes(uint32_t count, uint16_t flags)
+{
+    return (flags & CD_FRAME_FLAG_QUANTIZED) ? (size_t)4 * count : (size_t)12 * count;
+}
+
+/* Where each section starts: positions right after the header, then the
+ * velocities, then the normals, each only when its flag is set. */
+static size_t velocities_offset(uint32_t count, uint16_t flags)
+{
+    return CD_FRAME_HEADER_SIZE + positions_bytes(count, flags);
+}
+
+static size_t normals_offset(uint32_t count, uint16_t flags)
+{
+    return velocities_offset(count, flags) +
+           ((flags & CD_FRAME_FLAG_VELOCITIES) ? positions_bytes(count, flags) : 0);
+}
+
+size_t cd_frame_size_flags(uint32_t count, uint16_t flags)
+{
+    return normals_offset(count, flags) +
+           ((flags & CD_FRAME_FLAG_NORMALS) ? normals_bytes(count, flags) : 0);
+}
+
 size_t cd_frame_size(uint32_t count)
 {
-    return CD_FRAME_HEADER_SIZE + (size_t)12 * count;
+    return cd_frame_size_flags(count, 0);
 }
 
 size_t cd_frame_size_quantized(uint32_t count)
 {
-    return CD_FRAME_HEADER_SIZE + CD_FRAME_QUANTIZED_PREFIX + (size_t)6 * count;
+    return cd_frame_size_flags(count, CD_FRAME_FLAG_QUANTIZED);
 }
 
 static void put_header(uint8_t *out, uint16_t flags, size_t size, cd_id instance,
@@ -112,14 +151,16 @@ static void put_header(uint8_t *out, uint16_t flags, size_t size, cd_id instance
     put_u32(out + 36, 0);
 }
 
-void cd_frame_encode(uint8_t *out, cd_id instance, uint64_t frame, double time,
-                     const float *positions, uint32_t count)
+static void put_floats(uint8_t *p, const float *values, uint32_t count)
 {
-    assert(positions != NULL || count == 0);
-    put_header(out, 0, cd_frame_size(count), instance, frame, time, count);
-    uint8_t *p = out + CD_FRAME_HEADER_SIZE;
     for (size_t i = 0; i < (size_t)3 * count; i++, p += 4)
-        put_f32(p, positions[i]);
+        put_f32(p, values[i]);
+}
+
+static void get_floats(const uint8_t *p, float *out, uint32_t count)
+{
+    for (size_t i = 0; i < (size_t)3 * count; i++, p += 4)
+        out[i] = get_f32(p);
 }
 
 /* One coordinate to 16 bits within [min, max]; `range` is max - min. */
@@ -135,16 +176,14 @@ static uint16_t quantize(float v, double min, double range)
     return (uint16_t)round(s); /* halves away from zero */
 }
 
-void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, double time,
-                               const float *positions, uint32_t count)
+/* A box (f32 min[3], max[3]) and then u16 x, y, z per entry: positions and
+ * velocities alike. */
+static void put_boxed(uint8_t *out, const float *values, uint32_t count)
 {
-    assert(positions != NULL || count == 0);
-    put_header(out, CD_FRAME_FLAG_QUANTIZED, cd_frame_size_quantized(count), instance, frame,
-               time, count);
     float min[3] = {INFINITY, INFINITY, INFINITY}, max[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (size_t i = 0; i < (size_t)count; i++) {
         for (int k = 0; k < 3; k++) {
-            float v = positions[3 * i + k];
+            float v = values[3 * i + k];
             if (v < min[k])
                 min[k] = v;
             if (v > max[k])
@@ -156,32 +195,170 @@ void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, dou
         if (!(min[k] <= max[k])) /* no particles (or no comparable value) */
             min[k] = max[k] = 0.0f;
         range[k] = (double)max[k] - (double)min[k];
-        put_f32(out + CD_FRAME_HEADER_SIZE + 4 * k, min[k]);
-        put_f32(out + CD_FRAME_HEADER_SIZE + 12 + 4 * k, max[k]);
+        put_f32(out + 4 * k, min[k]);
+        put_f32(out + 12 + 4 * k, max[k]);
     }
-    uint8_t *p = out + CD_FRAME_HEADER_SIZE + CD_FRAME_QUANTIZED_PREFIX;
+    uint8_t *p = out + CD_FRAME_QUANTIZED_PREFIX;
     for (size_t i = 0; i < (size_t)count; i++)
         for (int k = 0; k < 3; k++, p += 2)
-            put_u16(p, quantize(positions[3 * i + k], (double)min[k], range[k]));
+            put_u16(p, quantize(values[3 * i + k], (double)min[k], range[k]));
+}
+
+static void get_boxed(const uint8_t *in, float *out, uint32_t count)
+{
+    double min[3], range[3];
+    for (int k = 0; k < 3; k++) {
+        min[k] = (double)get_f32(in + 4 * k);
+        range[k] = (double)get_f32(in + 12 + 4 * k) - min[k];
+    }
+    const uint8_t *p = in + CD_FRAME_QUANTIZED_PREFIX;
+    for (size_t i = 0; i < (size_t)count; i++)
+        for (int k = 0; k < 3; k++, p += 2)
+            out[3 * i + k] = (float)(min[k] + (double)get_u16(p) / 65535.0 * range[k]);
+}
+
+static double sign_not_zero(double v)
+{
+    return v >= 0.0 ? 1.0 : -1.0;
+}
+
+static uint16_t octahedral_axis(double v)
+{
+    double s = (v + 1.0) * 0.5 * 65535.0;
+    if (!(s > 0))
+        return 0;
+    if (s >= 65535.0)
+        return 65535;
+    return (uint16_t)round(s);
+}
+
+void cd_frame_octahedral_encode(const float n[3], uint16_t out[2])
+{
+    const double x = n[0], y = n[1], z = n[2];
+    const double sum = fabs(x) + fabs(y) + fabs(z);
+    if (!(sum > 0) || !isfinite(sum)) {
+        out[0] = out[1] = 0; /* no normal */
+        return;
+    }
+    double u = x / sum, v = y / sum;
+    if (z < 0) { /* the lower half folds over the diagonals */
+        const double fu = (1.0 - fabs(v)) * sign_not_zero(u);
+        const double fv = (1.0 - fabs(u)) * sign_not_zero(v);
+        u = fu;
+        v = fv;
+    }
+    out[0] = octahedral_axis(u);
+    out[1] = octahedral_axis(v);
+    if (out[0] == 0 && out[1] == 0) /* (0, 0) means "no normal": the same corner */
+        out[0] = out[1] = 65535;
+}
+
+void cd_frame_octahedral_decode(const uint16_t q[2], float out[3])
+{
+    if (q[0] == 0 && q[1] == 0) {
+        out[0] = out[1] = out[2] = 0.0f;
+        return;
+    }
+    double u = (double)q[0] / 65535.0 * 2.0 - 1.0, v = (double)q[1] / 65535.0 * 2.0 - 1.0;
+    const double z = 1.0 - fabs(u) - fabs(v);
+    if (z < 0) {
+        const double fu = (1.0 - fabs(v)) * sign_not_zero(u);
+        const double fv = (1.0 - fabs(u)) * sign_not_zero(v);
+        u = fu;
+        v = fv;
+    }
+    const double len = sqrt(u * u + v * v + z * z);
+    out[0] = (float)(u / len);
+    out[1] = (float)(v / len);
+    out[2] = (float)(z / len);
+}
+
+void cd_frame_encode_content(uint8_t *out, uint16_t flags, const cd_frame_content *c)
+{
+    assert((flags & ~CD_FRAME_FLAGS_KNOWN) == 0);
+    assert(c->positions != NULL || c->count == 0);
+    assert(!(flags & CD_FRAME_FLAG_VELOCITIES) || c->velocities != NULL || c->count == 0);
+    assert(!(flags & CD_FRAME_FLAG_NORMALS) || c->normals != NULL || c->count == 0);
+    const uint32_t n = c->count;
+    put_header(out, flags, cd_frame_size_flags(n, flags), c->instance, c->frame, c->time, n);
+    const bool quantized = (flags & CD_FRAME_FLAG_QUANTIZED) != 0;
+    uint8_t *p = out + CD_FRAME_HEADER_SIZE;
+    if (quantized)
+        put_boxed(p, c->positions, n);
+    else
+        put_floats(p, c->positions, n);
+    if (flags & CD_FRAME_FLAG_VELOCITIES) {
+        p = out + velocities_offset(n, flags);
+        if (quantized)
+            put_boxed(p, c->velocities, n);
+        else
+            put_floats(p, c->velocities, n);
+    }
+    if (flags & CD_FRAME_FLAG_NORMALS) {
+        p = out + normals_offset(n, flags);
+        if (!quantized) {
+            put_floats(p, c->normals, n);
+            return;
+        }
+        for (size_t i = 0; i < (size_t)n; i++, p += 4) {
+            uint16_t q[2];
+            cd_frame_octahedral_encode(&c->normals[3 * i], q);
+            put_u16(p, q[0]);
+            put_u16(p + 2, q[1]);
+        }
+    }
+}
+
+void cd_frame_encode(uint8_t *out, cd_id instance, uint64_t frame, double time,
+                     const float *positions, uint32_t count)
+{
+    const cd_frame_content c = {.instance = instance, .frame = frame, .time = time,
+                                .count = count, .positions = positions};
+    cd_frame_encode_content(out, 0, &c);
+}
+
+void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, double time,
+                               const float *positions, uint32_t count)
+{
+    const cd_frame_content c = {.instance = instance, .frame = frame, .time = time,
+                                .count = count, .positions = positions};
+    cd_frame_encode_content(out, CD_FRAME_FLAG_QUANTIZED, &c);
 }
 
 void cd_frame_decode_positions(const uint8_t *data, const cd_frame_header *h, float *out)
 {
+    if (h->flags & CD_FRAME_FLAG_QUANTIZED)
+        get_boxed(data + CD_FRAME_HEADER_SIZE, out, h->count);
+    else
+        get_floats(data + CD_FRAME_HEADER_SIZE, out, h->count);
+}
+
+bool cd_frame_decode_velocities(const uint8_t *data, const cd_frame_header *h, float *out)
+{
+    if (!(h->flags & CD_FRAME_FLAG_VELOCITIES))
+        return false;
+    const uint8_t *p = data + velocities_offset(h->count, h->flags);
+    if (h->flags & CD_FRAME_FLAG_QUANTIZED)
+        get_boxed(p, out, h->count);
+    else
+        get_floats(p, out, h->count);
+    return true;
+}
+
+bool cd_frame_decode_normals(const uint8_t *data, const cd_frame_header *h, float *out)
+{
+    if (!(h->flags & CD_FRAME_FLAG_NORMALS))
+        return false;
+    const uint8_t *p = data + normals_offset(h->count, h->flags);
     if (!(h->flags & CD_FRAME_FLAG_QUANTIZED)) {
-        const uint8_t *p = data + CD_FRAME_HEADER_SIZE;
-        for (size_t i = 0; i < (size_t)3 * h->count; i++, p += 4)
-            out[i] = get_f32(p);
-        return;
+        get_floats(p, out, h->count);
+        return true;
     }
-    double min[3], range[3];
-    for (int k = 0; k < 3; k++) {
-        min[k] = (double)get_f32(data + CD_FRAME_HEADER_SIZE + 4 * k);
-        range[k] = (double)get_f32(data + CD_FRAME_HEADER_SIZE + 12 + 4 * k) - min[k];
+    for (size_t i = 0; i < (size_t)h->count; i++, p += 4) {
+        const uint16_t q[2] = {get_u16(p), get_u16(p + 2)};
+        cd_frame_octahedral_decode(q, &out[3 * i]);
     }
-    const uint8_t *p = data + CD_FRAME_HEADER_SIZE + CD_FRAME_QUANTIZED_PREFIX;
-    for (size_t i = 0; i < (size_t)h->count; i++)
-        for (int k = 0; k < 3; k++, p += 2)
-            out[3 * i + k] = (float)(min[k] + (double)get_u16(p) / 65535.0 * range[k]);
+    return true;
 }
 
 cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_header *out,
@@ -208,11 +385,10 @@ cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_heade
     if (h.version != CD_FRAME_VERSION)
         return cd_fail(err, CD_E_INVALID_ARGUMENT, "frame: unsupported version %u (expected %u)",
                        (unsigned)h.version, CD_FRAME_VERSION);
-    if (h.flags & ~CD_FRAME_FLAG_QUANTIZED)
+    if (h.flags & ~CD_FRAME_FLAGS_KNOWN)
         return cd_fail(err, CD_E_INVALID_ARGUMENT, "frame: unknown flags 0x%04x",
-                       (unsigned)(h.flags & ~CD_FRAME_FLAG_QUANTIZED));
-    size_t expected = (h.flags & CD_FRAME_FLAG_QUANTIZED) ? cd_frame_size_quantized(h.count)
-                                                          : cd_frame_size(h.count);
+                       (unsigned)(h.flags & ~CD_FRAME_FLAGS_KNOWN));
+    size_t expected = cd_frame_size_flags(h.count, h.flags);
     if ((uint64_t)h.length != (uint64_t)expected)
         return cd_fail(err, CD_E_INVALID_ARGUMENT,
                        "frame: length %" PRIu32 " does not match %" PRIu32 " particles (%zu bytes)",

@@ -73,11 +73,21 @@ typedef struct cd_id_list {
     cd_id *ids; /* owned */
 } cd_id_list;
 
-/* Per-subscription frame options (subscribe's "quantize" and "every"). */
+/* Per-subscription frame options (subscribe's "quantize", "every" and
+ * "channels"). */
 typedef struct cd_frame_options {
     bool quantize;  /* 16-bit positions within the bounding box (flags bit 0) */
     uint32_t every; /* only frames whose number % every == 0; 1..1000 */
+    /* the channels after the positions: CD_FRAME_FLAG_VELOCITIES and/or
+     * CD_FRAME_FLAG_NORMALS, 0 for positions alone (the default) */
+    uint16_t channels;
 } cd_frame_options;
+
+/* The frame flags a subscription's frames carry. */
+static inline uint16_t cd_frame_options_flags(const cd_frame_options *opts)
+{
+    return (uint16_t)((opts->quantize ? 0x0001u : 0u) | opts->channels);
+}
 
 #define CD_FRAME_EVERY_MAX 1000u
 
@@ -86,6 +96,11 @@ typedef struct cd_frame_options {
  * a name is never a path. */
 #define CD_SNAPSHOT_NAME_MAX 64
 bool cd_snapshot_name_ok(const char *name);
+
+/* get's optional arrays ("velocities", "normals": false when absent). */
+typedef struct cd_get_options {
+    bool velocities, normals;
+} cd_get_options;
 
 /* The longest token `auth` takes (and a token file may hold). */
 #define CD_TOKEN_MAX 1024u
@@ -140,6 +155,7 @@ typedef struct cd_request {
         struct { cd_id_list instances; float dt; } step;
         struct { cd_id_list instances; cd_frame_options options; } subscribe;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
+        cd_get_options get;
         /* a token of 1..CD_TOKEN_MAX bytes, NUL-terminated (strict input:
          * it holds no NUL, no control byte, valid UTF-8) */
         struct { char token[CD_TOKEN_MAX + 1]; size_t len; } auth;
@@ -239,6 +255,12 @@ char *cd_status_text(const cd_instance_info *infos, uint32_t count);
 #define CD_FRAME_VERSION 1u
 /* flags bit 0: the payload is quantized (bounding box + u16 per axis). */
 #define CD_FRAME_FLAG_QUANTIZED 0x0001u
+/* flags bit 1: each particle's velocity follows the positions (subscribe's
+ * channel "velocities"); bit 2: its unit normal follows (channel
+ * "normals"). */
+#define CD_FRAME_FLAG_VELOCITIES 0x0002u
+#define CD_FRAME_FLAG_NORMALS 0x0004u
+#define CD_FRAME_FLAGS_KNOWN 0x0007u
 #define CD_FRAME_QUANTIZED_PREFIX 24u /* f32[3] min, f32[3] max after the header */
 
 typedef struct cd_frame_header {
@@ -251,9 +273,29 @@ typedef struct cd_frame_header {
     uint32_t count;    /* particles */
 } cd_frame_header;
 
+/* What one frame carries: 3 floats per particle for each array; velocities
+ * and normals are read only when the flags ask for them. */
+typedef struct cd_frame_content {
+    cd_id instance;
+    uint64_t frame;
+    double time;
+    uint32_t count;
+    const float *positions;
+    const float *velocities;
+    const float *normals; /* unit, or (0, 0, 0) for none */
+} cd_frame_content;
+
+/* Bytes of a frame of `count` particles with `flags` (CD_FRAME_FLAGS_KNOWN
+ * bits): 40, then per particle 12 (positions), 12 (velocities), 12
+ * (normals); quantized: 40 + 24 + 6N, velocities 24 + 6N, normals 4N. */
+size_t cd_frame_size_flags(uint32_t count, uint16_t flags);
+/* Writes cd_frame_size_flags(c->count, flags) bytes to `out`: the header,
+ * the positions, then the velocities (flag bit 1) and the normals (bit 2)
+ * in the form bit 0 says. Allocates nothing. */
+void cd_frame_encode_content(uint8_t *out, uint16_t flags, const cd_frame_content *c);
 /* Bytes of a frame for `count` particles (header + 12 * count). */
 size_t cd_frame_size(uint32_t count);
-/* Writes cd_frame_size(count) bytes to `out`. */
+/* Writes cd_frame_size(count) bytes to `out` (flags 0). */
 void cd_frame_encode(uint8_t *out, cd_id instance, uint64_t frame, double time,
                      const float *positions, uint32_t count);
 /* Bytes of a quantized frame (flags bit 0): header + 24 (bounding box) + 6 * count. */
@@ -262,11 +304,22 @@ size_t cd_frame_size_quantized(uint32_t count);
  * positions' bounding box as f32 min[3], max[3] at offset 40, then per
  * particle x, y, z as u16 q = round((p - min) / (max - min) * 65535) at
  * offset 64 (computed in double, C round(): halves away from zero, clamped to
- * [0, 65535]; an axis with max == min gives 0). */
+ * [0, 65535]; an axis with max == min gives 0). Quantized velocities follow
+ * the same rule in their own box. */
 void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, double time,
                                const float *positions, uint32_t count);
-/* Checks magic, version, flags (only bit 0 is known) and length (40 + 12N,
- * or 64 + 6N when quantized) against `len`; CD_E_INVALID_ARGUMENT with a
+/* A normal in 2 x 16 bits (octahedral, computed in double): with
+ * s = |x| + |y| + |z|, u = x / s, v = y / s, folded when z < 0 to
+ * ((1 - |v|) sgn u, (1 - |u|) sgn v) (sgn 0 = +1), each stored as
+ * round((u + 1) / 2 * 65535). (0, 0) is reserved for "no normal" (a zero
+ * vector); the one direction that would round to it, (0, 0, -1), is written
+ * (65535, 65535), which decodes to the same. */
+void cd_frame_octahedral_encode(const float n[3], uint16_t out[2]);
+/* The inverse, unit length (in double, rounded to float); (0, 0) gives
+ * (0, 0, 0). */
+void cd_frame_octahedral_decode(const uint16_t q[2], float out[3]);
+/* Checks magic, version, flags (bits 0-2 are known) and length
+ * (cd_frame_size_flags) against `len`; CD_E_INVALID_ARGUMENT with a
  * message otherwise. Positions start at CD_FRAME_HEADER_SIZE. */
 cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_header *out,
                                  cd_error *err);
@@ -274,5 +327,9 @@ cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_heade
  * cd_frame_decode_header into `out` (3 * h->count floats), plain or
  * quantized: p = min + (q / 65535) * (max - min), computed in double. */
 void cd_frame_decode_positions(const uint8_t *data, const cd_frame_header *h, float *out);
+/* The velocities (flag bit 1) or normals (bit 2) the same way: false, and
+ * nothing written, when the frame does not carry them. */
+bool cd_frame_decode_velocities(const uint8_t *data, const cd_frame_header *h, float *out);
+bool cd_frame_decode_normals(const uint8_t *data, const cd_frame_header *h, float *out);
 
 #endif

@@ -620,7 +620,60 @@ static cd_status parse_step(const cJSON *obj, const cd_limits *lim, cd_request *
     return read_instance_list(obj, lim, req, &req->as.step.instances, err);
 }
 
-/* subscribe: the instances, then the frame options "quantize" and "every". */
+/* subscribe's "channels": a list of channel names, each the frame flag it
+ * sets ("positions" is always sent; naming it is allowed). Absent: 0. */
+static cd_status read_channels(const cJSON *item, uint16_t *out, cd_error *err)
+{
+    static const struct {
+        const char *name;
+        uint16_t flag;
+    } channels[] = {{"positions", 0},
+                    {"velocities", CD_FRAME_FLAG_VELOCITIES},
+                    {"normals", CD_FRAME_FLAG_NORMALS}};
+    static const char valid[] = "\"positions\", \"velocities\" or \"normals\"";
+    *out = 0;
+    if (item == NULL)
+        return CD_OK;
+    if (!cJSON_IsArray(item))
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "channels: must be a list of %s", valid);
+    int index = 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, item) {
+        if (!cJSON_IsString(entry) || !entry->valuestring)
+            return cd_fail(err, CD_E_INVALID_ARGUMENT, "channels[%d]: must be %s", index, valid);
+        size_t k = 0;
+        while (k < sizeof channels / sizeof channels[0] &&
+               strcmp(entry->valuestring, channels[k].name) != 0)
+            k++;
+        if (k == sizeof channels / sizeof channels[0]) {
+            char quoted[QUOTE_CAP];
+            cd_json_quote_safe(quoted, sizeof quoted, entry->valuestring);
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "channels[%d]: unknown channel \"%s\" (one of %s)", index, quoted,
+                           valid);
+        }
+        *out |= channels[k].flag;
+        index++;
+    }
+    return CD_OK;
+}
+
+/* get: which optional arrays to add ("velocities", "normals"). */
+static cd_status parse_get(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                           cd_error *err)
+{
+    (void)lim;
+    req->as.get.velocities = req->as.get.normals = false;
+    const cJSON *item = cd_json_member(obj, "velocities");
+    cd_status st;
+    if (item && (st = cd_json_bool(item, "velocities", &req->as.get.velocities, err)) != CD_OK)
+        return st;
+    item = cd_json_member(obj, "normals");
+    return item ? cd_json_bool(item, "normals", &req->as.get.normals, err) : CD_OK;
+}
+
+/* subscribe: the instances, then the frame options "quantize", "every" and
+ * "channels". */
 static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,
                                  cd_error *err)
 {
@@ -640,7 +693,7 @@ static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_requ
             return st;
         opts->every = (uint32_t)k;
     }
-    return CD_OK;
+    return read_channels(cd_json_member(obj, "channels"), &opts->channels, err);
 }
 
 static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -731,7 +784,6 @@ static cd_status parse_replay(const cJSON *obj, const cd_limits *lim, cd_request
 
 /* The commands that read nothing beyond the envelope. */
 #define parse_destroy parse_nothing
-#define parse_get parse_nothing
 #define parse_status parse_nothing
 #define parse_topology parse_nothing
 #define parse_skin cd_parse_skin

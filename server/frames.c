@@ -4,49 +4,98 @@
  * A step's frames are encoded on the worker that stepped the instance, into
  * buffers the loop thread allocated when it started the batch
  * (cd_frame_buf_alloc, then cd_frame_buf_fill on the worker: no allocation
- * there). The pool's rings order the worker's writes before the loop
- * thread's reads. The reference count is touched only on the loop thread,
- * so it is plain. */
+ * there). A form with velocities or normals takes them from arrays the
+ * loop thread allocated with the buffers (cd_frame_channels), computed once
+ * per step on the worker for all the forms that carry them. The pool's
+ * rings order the worker's writes before the loop thread's reads. The
+ * reference count is touched only on the loop thread, so it is plain. */
 #include <assert.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
-cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, bool quantize)
+cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t flags)
 {
-    size_t len = quantize ? cd_frame_size_quantized(particles) : cd_frame_size(particles);
+    assert((flags & ~CD_FRAME_FLAGS_KNOWN) == 0);
+    size_t len = cd_frame_size_flags(particles, flags);
     cd_frame_buf *frame = malloc(sizeof *frame + len);
     if (frame == NULL)
         return NULL;
     frame->refs = 1;
     frame->instance = instance;
     frame->particles = particles;
-    frame->quantize = quantize;
+    frame->flags = flags;
     frame->len = len;
     return frame;
 }
 
-void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst)
+bool cd_frame_channels_alloc(cd_frame_channels *ch, uint32_t particles, uint16_t wanted)
+{
+    *ch = (cd_frame_channels){0};
+    wanted &= CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS;
+    if (wanted == 0)
+        return true;
+    const size_t each = 3 * (size_t)(particles ? particles : 1);
+    const bool both = wanted == (CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS);
+    float *block = malloc((both ? 2 : 1) * each * sizeof(float));
+    if (block == NULL)
+        return false;
+    ch->wanted = wanted;
+    if (wanted & CD_FRAME_FLAG_VELOCITIES)
+        ch->velocities = block;
+    if (wanted & CD_FRAME_FLAG_NORMALS)
+        ch->normals = both ? block + each : block;
+    return true;
+}
+
+void cd_frame_channels_compute(cd_frame_channels *ch, const cd_instance *inst)
+{
+    if (ch->velocities != NULL)
+        cd_instance_velocities(inst, ch->velocities);
+    if (ch->normals != NULL)
+        cd_instance_normals(inst, ch->normals);
+}
+
+void cd_frame_channels_free(cd_frame_channels *ch)
+{
+    free(ch->velocities != NULL ? ch->velocities : ch->normals); /* the block's start */
+    *ch = (cd_frame_channels){0};
+}
+
+void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_frame_channels *ch)
 {
     cd_instance_info info;
     cd_instance_get_info(inst, &info);
     /* The buffer was sized for this instance, whose particles cannot change
      * while it is being stepped (or read). */
     assert(info.id == frame->instance && info.particles == frame->particles);
-    if (frame->quantize)
-        cd_frame_encode_quantized(frame->data, info.id, info.frame, info.time,
-                                  cd_instance_positions(inst), info.particles);
-    else
-        cd_frame_encode(frame->data, info.id, info.frame, info.time, cd_instance_positions(inst),
-                        info.particles);
+    const cd_frame_content content = {
+        .instance = info.id,
+        .frame = info.frame,
+        .time = info.time,
+        .count = info.particles,
+        .positions = cd_instance_positions(inst),
+        .velocities = ch != NULL ? ch->velocities : NULL,
+        .normals = ch != NULL ? ch->normals : NULL,
+    };
+    /* Whoever prepared the form computed its channels. */
+    assert(!(frame->flags & CD_FRAME_FLAG_VELOCITIES) || content.velocities != NULL);
+    assert(!(frame->flags & CD_FRAME_FLAG_NORMALS) || content.normals != NULL);
+    cd_frame_encode_content(frame->data, frame->flags, &content);
 }
 
-cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, bool quantize)
+cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, uint16_t flags)
 {
-    cd_frame_buf *frame =
-        cd_frame_buf_alloc(cd_instance_id(inst), cd_instance_particle_count(inst), quantize);
-    if (frame != NULL)
-        cd_frame_buf_fill(frame, inst);
+    const uint32_t particles = cd_instance_particle_count(inst);
+    cd_frame_channels ch;
+    if (!cd_frame_channels_alloc(&ch, particles, flags))
+        return NULL;
+    cd_frame_buf *frame = cd_frame_buf_alloc(cd_instance_id(inst), particles, flags);
+    if (frame != NULL) {
+        cd_frame_channels_compute(&ch, inst);
+        cd_frame_buf_fill(frame, inst, &ch);
+    }
+    cd_frame_channels_free(&ch);
     return frame;
 }
 

@@ -54,20 +54,44 @@ typedef struct cd_frame_buf {
     uint32_t refs;
     cd_id instance;
     uint32_t particles;
-    bool quantize; /* the 16-bit form (flags bit 0) */
+    uint16_t flags; /* its form: quantized (bit 0), velocities (bit 1), normals (bit 2) */
     size_t len;
     uint8_t data[];
 } cd_frame_buf;
 
-/* A frame buffer for `particles` positions in one form, not yet filled;
+/* The frame flags that name a form: 8 forms, an index into a step job's
+ * buffers. */
+#define CD_FRAME_FORMS 8u
+_Static_assert(CD_FRAME_FLAGS_KNOWN == CD_FRAME_FORMS - 1, "every flag combination is a form");
+
+/* One step's velocities and normals of one instance, computed once on the
+ * worker for every form that carries them, into arrays the loop thread
+ * allocated (one block: velocities, then normals). */
+typedef struct cd_frame_channels {
+    uint16_t wanted;   /* CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS */
+    float *velocities; /* 3 floats per particle, NULL when not wanted */
+    float *normals;
+} cd_frame_channels;
+
+/* Loop thread: the arrays for `wanted` (0: nothing allocated); false on OOM
+ * (then *ch is empty). */
+bool cd_frame_channels_alloc(cd_frame_channels *ch, uint32_t particles, uint16_t wanted);
+/* The instance's current velocities and normals, as wanted. Allocates
+ * nothing: a worker calls it right after the step. */
+void cd_frame_channels_compute(cd_frame_channels *ch, const cd_instance *inst);
+void cd_frame_channels_free(cd_frame_channels *ch); /* empties it */
+
+/* A frame buffer for `particles` in the form `flags`, not yet filled;
  * refs = 1; NULL on OOM. Loop thread only. */
-cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, bool quantize);
+cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t flags);
 /* Encodes the current state of `inst` (its id and particle count are the
- * buffer's) into `frame`. Allocates nothing: a worker calls it right after
- * the step, on the instance it owns. */
-void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst);
-/* alloc + fill on the loop thread; refs = 1; NULL on OOM. */
-cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, bool quantize);
+ * buffer's) into `frame`; the channels its flags carry come from `ch`
+ * (computed for this state; may be NULL for a form without channels).
+ * Allocates nothing: a worker calls it right after the step, on the
+ * instance it owns. */
+void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_frame_channels *ch);
+/* alloc + channels + fill on the loop thread; refs = 1; NULL on OOM. */
+cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, uint16_t flags);
 void cd_frame_buf_ref(cd_frame_buf *frame);
 void cd_frame_buf_unref(cd_frame_buf *frame); /* NULL is fine */
 

@@ -84,6 +84,27 @@ static void add_colliders(cJSON *reply, const cd_instance *inst)
     }
 }
 
+/* "velocities" and "normals" when the request asks for them: the same
+ * values a frame's channels carry (solver/render.c defines them). */
+static bool add_channels(cJSON *reply, const cd_instance *inst, const cd_get_options *want,
+                         uint32_t particles)
+{
+    if (!want->velocities && !want->normals)
+        return true;
+    float *values = malloc(sizeof(float) * 3u * (particles ? particles : 1));
+    bool ok = values != NULL;
+    if (ok && want->velocities) {
+        cd_instance_velocities(inst, values);
+        ok = cd_reply_add_floats(reply, "velocities", values, particles);
+    }
+    if (ok && want->normals) {
+        cd_instance_normals(inst, values);
+        ok = cd_reply_add_floats(reply, "normals", values, particles);
+    }
+    free(values);
+    return ok;
+}
+
 cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
 {
     cd_instance *inst = cd_require_instance(conn, req);
@@ -106,6 +127,11 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     cd_add_vec3(reply, "wind", cd_instance_wind(inst));
     cd_add_vec3(reply, "gravity", def.gravity);
     if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
+        cJSON_Delete(reply);
+        cd_reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
+        return CD_DISPATCH_DONE;
+    }
+    if (!add_channels(reply, inst, &req->as.get, info.particles)) {
         cJSON_Delete(reply);
         cd_reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
         return CD_DISPATCH_DONE;

@@ -9,12 +9,14 @@
  *
  * Frames are encoded on the workers. When a batch starts, the loop thread
  * looks at the subscriptions and allocates, per instance, a buffer for each
- * form (plain, quantized) that some subscriber will take from this step
+ * form (plain or quantized, with or without velocities and normals: the
+ * frame flags) that some subscriber will take from this step
  * (`every` decides from the frame number the step will reach); an instance
  * nobody subscribes to gets none. The worker that steps the instance fills
- * them right after the step (no allocation there). At the end the loop
- * thread only hands references to the subscribers' connections, which
- * gather them into one write per wake-up. A subscription that appeared
+ * them right after the step (no allocation there; the velocities and
+ * normals are computed once into arrays allocated with the buffers). At
+ * the end the loop thread only hands references to the subscribers'
+ * connections, which gather them into one write per wake-up. A subscription that appeared
  * since the start (or a buffer that could not be allocated) is served by
  * encoding on the loop thread, as before.
  *
@@ -60,9 +62,11 @@ typedef struct cd_step_job {
     cd_step_result result;
     uint32_t torn; /* vertices split after the step (tearing) */
     cd_batch *batch;
-    /* [quantize]: prepared by the loop thread, filled by the worker after
-     * the step (when it moved); NULL when no subscriber wants that form. */
-    cd_frame_buf *forms[2];
+    /* [flags]: prepared by the loop thread, filled by the worker after the
+     * step (when it moved); NULL when no subscriber wants that form. */
+    cd_frame_buf *forms[CD_FRAME_FORMS];
+    /* The velocities and normals those forms carry, computed once. */
+    cd_frame_channels channels;
     /* A helper job (after the batch's `count` step jobs): takes blocks of
      * the step of `inst` that this ticket names (solver.h); 0: a step. */
     uint64_t help_ticket;
@@ -99,9 +103,10 @@ static void run_step_job(cd_job *job)
     sj->result = cd_instance_step(sj->inst, sj->dt, sj->global_wind);
     if (sj->result.unstable || sj->result.sleeping)
         return; /* nothing moved: no frame is sent */
-    for (int q = 0; q < 2; q++)
-        if (sj->forms[q] != NULL)
-            cd_frame_buf_fill(sj->forms[q], sj->inst);
+    cd_frame_channels_compute(&sj->channels, sj->inst);
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++)
+        if (sj->forms[f] != NULL)
+            cd_frame_buf_fill(sj->forms[f], sj->inst, &sj->channels);
 }
 
 /* The frame buffers the subscribers will take from this step of `sj`. */
@@ -110,15 +115,20 @@ static void prepare_frames(cd_server *server, cd_step_job *sj)
     cd_instance_info info;
     cd_instance_get_info(sj->inst, &info);
     const uint64_t next = info.frame + 1; /* the frame this step reaches */
-    bool want[2] = {false, false};
+    bool want[CD_FRAME_FORMS] = {false};
+    uint16_t channels = 0;
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
         const cd_frame_options *opts = cd_conn_subscription(conn, sj->id);
-        if (opts != NULL && next % opts->every == 0)
-            want[opts->quantize ? 1 : 0] = true;
+        if (opts != NULL && next % opts->every == 0) {
+            want[cd_frame_options_flags(opts)] = true;
+            channels |= opts->channels;
+        }
     }
-    for (int q = 0; q < 2; q++)
-        if (want[q])
-            sj->forms[q] = cd_frame_buf_alloc(sj->id, info.particles, q == 1);
+    /* Out of memory for the channels: their forms are encoded at the end. */
+    const bool have_channels = cd_frame_channels_alloc(&sj->channels, info.particles, channels);
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++)
+        if (want[f] && (have_channels || (f & ~CD_FRAME_FLAG_QUANTIZED) == 0))
+            sj->forms[f] = cd_frame_buf_alloc(sj->id, info.particles, (uint16_t)f);
 }
 
 /* What one step of `inst` asks for: particles x substeps x iterations. */
@@ -239,7 +249,7 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
 void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst)
 {
     const cd_frame_options *opts = cd_conn_subscription(conn, cd_instance_id(inst));
-    cd_frame_buf *frame = cd_frame_buf_encode(inst, opts != NULL && opts->quantize);
+    cd_frame_buf *frame = cd_frame_buf_encode(inst, opts != NULL ? cd_frame_options_flags(opts) : 0);
     if (frame == NULL)
         return;
     cd_conn_send_frame(conn, frame);
@@ -247,19 +257,21 @@ void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst)
 }
 
 /* The new frame to every subscriber whose `every` takes it. Each form
- * (plain, quantized) was encoded at most once, by the worker, and is shared
- * by reference; a form nobody asked for at the start is encoded here. */
+ * (plain or quantized, with or without velocities and normals) was encoded
+ * at most once, by the worker, and is shared by reference; a form nobody
+ * asked for at the start is encoded here. */
 static void fan_out(cd_server *server, cd_step_job *sj)
 {
-    cd_frame_buf **forms = sj->forms; /* [quantize] */
+    cd_frame_buf **forms = sj->forms; /* [flags] */
     cd_instance_info info;
     cd_instance_get_info(sj->inst, &info);
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
         const cd_frame_options *opts = cd_conn_subscription(conn, info.id);
         if (opts == NULL || info.frame % opts->every != 0)
             continue;
-        cd_frame_buf **frame = &forms[opts->quantize ? 1 : 0];
-        if (*frame == NULL && (*frame = cd_frame_buf_encode(sj->inst, opts->quantize)) == NULL)
+        const uint16_t flags = cd_frame_options_flags(opts);
+        cd_frame_buf **frame = &forms[flags];
+        if (*frame == NULL && (*frame = cd_frame_buf_encode(sj->inst, flags)) == NULL)
             continue; /* out of memory: this subscriber skips the frame */
         cd_conn_send_frame(conn, *frame);
     }
@@ -283,12 +295,21 @@ bool cd_stepper_job_done_wakes(void)
     return batch == NULL || __atomic_sub_fetch(&batch->unnotified, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
+/* The job's references to its frames and its channel arrays (again: a
+ * no-op). */
+static void release_frames(cd_step_job *sj)
+{
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
+        cd_frame_buf_unref(sj->forms[f]);
+        sj->forms[f] = NULL;
+    }
+    cd_frame_channels_free(&sj->channels);
+}
+
 static void free_batch(cd_batch *batch)
 {
-    for (uint32_t i = 0; i < batch->count; i++) {
-        cd_frame_buf_unref(batch->jobs[i].forms[0]);
-        cd_frame_buf_unref(batch->jobs[i].forms[1]);
-    }
+    for (uint32_t i = 0; i < batch->count; i++)
+        release_frames(&batch->jobs[i]);
     if (batch->id_text != batch->id_int)
         free(batch->id_text);
     free(batch);
@@ -498,9 +519,7 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     /* Only now may other requests touch (or destroy) these instances. */
     for (uint32_t i = 0; i < batch->count; i++) {
         cd_server_set_busy(server, batch->jobs[i].id, false);
-        cd_frame_buf_unref(batch->jobs[i].forms[0]);
-        cd_frame_buf_unref(batch->jobs[i].forms[1]);
-        batch->jobs[i].forms[0] = batch->jobs[i].forms[1] = NULL;
+        release_frames(&batch->jobs[i]);
     }
     /* A worker may not yet be through its notify for this batch. */
     if (__atomic_load_n(&batch->unnotified, __ATOMIC_ACQUIRE) == 0) {

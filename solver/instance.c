@@ -39,15 +39,6 @@ const float *cd_instance_positions(const cd_instance *inst)
     return inst->pos;
 }
 
-cd_vec3 cd_instance_velocity(const cd_instance *inst, uint32_t particle)
-{
-    if (particle >= inst->particle_count || !inst->started || inst->last_dt <= 0.0f)
-        return cd_v3(0, 0, 0);
-    cd_vec3 d = cd_v3_sub(cd_v3_load(&inst->pos[3 * particle]),
-                          cd_v3_load(&inst->prev[3 * particle]));
-    return cd_v3_scale(d, 1.0f / inst->last_dt);
-}
-
 bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle)
 {
     return particle < inst->particle_count && inst->pinned[particle] != 0;
@@ -130,27 +121,6 @@ float cd_instance_max_structural_strain(const cd_instance *inst)
         }
     }
     return worst;
-}
-
-uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap)
-{
-    if (!cd_is_grid(inst)) {
-        for (uint32_t t = 0; t < inst->triangle_count && t < cap; t++)
-            memcpy(&indices[3 * t], &inst->triangles[3 * t], 3 * sizeof(uint32_t));
-        return inst->triangle_count;
-    }
-    /* The seed's grid: two triangles per cell, tl bl tr and tr bl br. */
-    const uint32_t w = (uint32_t)inst->width, h = (uint32_t)inst->height;
-    uint32_t n = 0;
-    for (uint32_t y = 0; y + 1 < h; y++)
-        for (uint32_t x = 0; x + 1 < w; x++) {
-            uint32_t tl = y * w + x, tr = tl + 1, bl = tl + w, br = bl + 1;
-            const uint32_t quad[6] = {tl, bl, tr, tr, bl, br};
-            for (int k = 0; k < 2; k++, n++)
-                if (n < cap)
-                    memcpy(&indices[3 * n], &quad[3 * k], 3 * sizeof(uint32_t));
-        }
-    return n;
 }
 
 bool cd_instance_uvs(const cd_instance *inst, float *out)

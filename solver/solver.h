@@ -404,8 +404,20 @@ bool cd_instance_uvs(const cd_instance *inst, float *out);
 float cd_instance_volume(const cd_instance *inst);
 float cd_instance_rest_volume(const cd_instance *inst);
 
-/* Velocity of one particle as of the last step ((pos - prev) / dt). */
+/* Velocity of one particle as of the last step: (pos - prev) / last_dt,
+ * over the last substep, m/s; (0, 0, 0) before the first step and while the
+ * instance sleeps (render.c). */
 cd_vec3 cd_instance_velocity(const cd_instance *inst, uint32_t particle);
+/* The same for every particle: writes 3 floats per particle into `out`
+ * (3 * cd_instance_particle_count floats). Allocation-free, reads only. */
+void cd_instance_velocities(const cd_instance *inst, float *out);
+/* Area-weighted unit vertex normals of the render triangles (those of
+ * cd_instance_triangles): writes 3 floats per particle into `out`. A normal
+ * points to the side from which its triangles are counter-clockwise: for
+ * cloth down x right of the layout at creation (+z with the default right
+ * and down), for a soft body outwards. A particle no triangle with an area
+ * touches gets (0, 0, 0). Allocation-free, reads only. */
+void cd_instance_normals(const cd_instance *inst, float *out);
 bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle);
 
 /* Pins at `position`, or where the particle is when `position` is NULL.

@@ -454,11 +454,11 @@ Test(protocol_frame, decode_rejects_unknown_flag_bits)
 {
     uint8_t buf[64];
     valid_two_particle_frame(buf);
-    buf[6] = 0x02;
+    buf[6] = 0x08; /* bits 0-2 are known (quantized, velocities, normals) */
     cd_frame_header h;
     cd_error err;
     cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);
-    cr_assert_str_eq(err.message, "frame: unknown flags 0x0002");
+    cr_assert_str_eq(err.message, "frame: unknown flags 0x0008");
     valid_two_particle_frame(buf);
     buf[7] = 0x80;
     cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);

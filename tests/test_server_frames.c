@@ -2,7 +2,8 @@
  * thread allocates (cd_frame_buf_alloc) and a pool worker fills right after
  * the step (cd_frame_buf_fill) holds exactly the bytes cd_frame_encode /
  * cd_frame_encode_quantized write for the same state on the calling
- * thread. tests/e2e/test_frames_gathered.py checks the same through the
+ * thread, and with velocities and normals (issue 15) those of
+ * cd_frame_encode_content. tests/e2e/test_frames_gathered.py checks the same through the
  * real server. Run under ASan by unit_tests_san. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -13,16 +14,19 @@
 typedef struct fill_job {
     cd_job job; /* first */
     cd_instance *inst;
-    cd_frame_buf *forms[2];
+    cd_frame_buf *forms[CD_FRAME_FORMS]; /* every flag combination */
+    cd_frame_channels channels;
 } fill_job;
 
-/* On a worker: a step, then both forms, as stepper.c's run_step_job. */
+/* On a worker: a step, the channels once, then every form, as stepper.c's
+ * run_step_job. */
 static void run_fill(cd_job *job)
 {
     fill_job *fj = (fill_job *)job;
     cd_instance_step(fj->inst, 1.0f / 60.0f, (cd_vec3){2.0f, 0.0f, 1.0f});
-    cd_frame_buf_fill(fj->forms[0], fj->inst);
-    cd_frame_buf_fill(fj->forms[1], fj->inst);
+    cd_frame_channels_compute(&fj->channels, fj->inst);
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++)
+        cd_frame_buf_fill(fj->forms[f], fj->inst, &fj->channels);
 }
 
 Test(server_frames, frames_filled_on_a_worker_should_equal_the_encoders_bytes)
@@ -46,9 +50,12 @@ Test(server_frames, frames_filled_on_a_worker_should_equal_the_encoders_bytes)
         cr_assert_eq(cd_world_create_cloth(world, &def, &id), CD_OK);
         jobs[i] = (fill_job){.job.run = run_fill, .inst = cd_world_get(world, id)};
         const uint32_t particles = cd_instance_particle_count(jobs[i].inst);
-        jobs[i].forms[0] = cd_frame_buf_alloc(id, particles, false);
-        jobs[i].forms[1] = cd_frame_buf_alloc(id, particles, true);
-        cr_assert(jobs[i].forms[0] != NULL && jobs[i].forms[1] != NULL);
+        for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
+            jobs[i].forms[f] = cd_frame_buf_alloc(id, particles, (uint16_t)f);
+            cr_assert_not_null(jobs[i].forms[f]);
+        }
+        cr_assert(cd_frame_channels_alloc(&jobs[i].channels, particles,
+                                          CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS));
         ptrs[i] = &jobs[i].job;
     }
     for (int step = 0; step < 5; step++)
@@ -58,26 +65,47 @@ Test(server_frames, frames_filled_on_a_worker_should_equal_the_encoders_bytes)
         cd_instance_info info;
         cd_instance_get_info(jobs[i].inst, &info);
         cr_assert_eq(info.frame, 5u);
-        const float *pos = cd_instance_positions(jobs[i].inst);
-        size_t plain_len = cd_frame_size(info.particles);
-        size_t quant_len = cd_frame_size_quantized(info.particles);
-        uint8_t *plain = malloc(plain_len), *quant = malloc(quant_len);
-        cr_assert(plain != NULL && quant != NULL);
-        cd_frame_encode(plain, info.id, info.frame, info.time, pos, info.particles);
-        cd_frame_encode_quantized(quant, info.id, info.frame, info.time, pos, info.particles);
-        cr_assert_eq(jobs[i].forms[0]->len, plain_len);
-        cr_assert_eq(jobs[i].forms[1]->len, quant_len);
-        cr_assert_eq(memcmp(jobs[i].forms[0]->data, plain, plain_len), 0, "plain, instance %d", i);
-        cr_assert_eq(memcmp(jobs[i].forms[1]->data, quant, quant_len), 0, "quantized, instance %d", i);
-        /* And the loop thread's own encoding of the same state. */
-        cd_frame_buf *again = cd_frame_buf_encode(jobs[i].inst, true);
-        cr_assert_not_null(again);
-        cr_assert_eq(memcmp(again->data, quant, quant_len), 0);
-        cd_frame_buf_unref(again);
-        free(plain);
-        free(quant);
-        cd_frame_buf_unref(jobs[i].forms[0]);
-        cd_frame_buf_unref(jobs[i].forms[1]);
+        float *vel = malloc(sizeof(float) * 3 * info.particles);
+        float *nrm = malloc(sizeof(float) * 3 * info.particles);
+        cr_assert(vel != NULL && nrm != NULL);
+        cd_instance_velocities(jobs[i].inst, vel);
+        cd_instance_normals(jobs[i].inst, nrm);
+        const cd_frame_content content = {.instance = info.id, .frame = info.frame,
+                                          .time = info.time, .count = info.particles,
+                                          .positions = cd_instance_positions(jobs[i].inst),
+                                          .velocities = vel, .normals = nrm};
+        for (uint16_t f = 0; f < CD_FRAME_FORMS; f++) {
+            const size_t len = cd_frame_size_flags(info.particles, f);
+            uint8_t *expected = malloc(len);
+            cr_assert_not_null(expected);
+            cd_frame_encode_content(expected, f, &content);
+            cr_assert_eq(jobs[i].forms[f]->len, len);
+            cr_assert_eq(memcmp(jobs[i].forms[f]->data, expected, len), 0,
+                         "instance %d, flags %u", i, f);
+            /* Forms without channels are the positions-only encoders' bytes. */
+            if (f == 0 || f == CD_FRAME_FLAG_QUANTIZED) {
+                uint8_t *old = malloc(len);
+                cr_assert_not_null(old);
+                if (f == 0)
+                    cd_frame_encode(old, info.id, info.frame, info.time, content.positions,
+                                    info.particles);
+                else
+                    cd_frame_encode_quantized(old, info.id, info.frame, info.time,
+                                              content.positions, info.particles);
+                cr_assert_eq(memcmp(old, expected, len), 0, "flags %u", f);
+                free(old);
+            }
+            /* And the loop thread's own encoding of the same state. */
+            cd_frame_buf *again = cd_frame_buf_encode(jobs[i].inst, f);
+            cr_assert_not_null(again);
+            cr_assert_eq(memcmp(again->data, expected, len), 0, "flags %u", f);
+            cd_frame_buf_unref(again);
+            free(expected);
+            cd_frame_buf_unref(jobs[i].forms[f]);
+        }
+        cd_frame_channels_free(&jobs[i].channels);
+        free(vel);
+        free(nrm);
     }
     cd_pool_destroy(pool);
     cd_world_destroy(world);
