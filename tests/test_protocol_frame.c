@@ -73,17 +73,22 @@ static size_t unhex(const char *hex, uint8_t *out, size_t cap)
 
 /* One vector's decoded fields, with positions rounded to float. For a
  * quantized vector `positions` is the encoder's input ("original") and
- * `decoded` what a decoder gets back; otherwise both are the same. */
+ * `decoded` what a decoder gets back; otherwise both are the same. A
+ * vector with channels (its "flags" has bit 1 or 2) has its velocities and
+ * normals the same way, its "original" an object of the three arrays. */
 typedef struct vector {
     bool quantized;
+    uint16_t flags;
     uint32_t instance;
     uint64_t frame;
     double time;
     uint32_t count;
     float positions[64 * 3];
     float decoded[64 * 3];
+    float velocities[64 * 3], decoded_velocities[64 * 3];
+    float normals[64 * 3], decoded_normals[64 * 3];
     float bbox_min[3], bbox_max[3];
-    uint8_t bytes[40 + 64 * 12];
+    uint8_t bytes[40 + 64 * 36];
     size_t size;
 } vector;
 
@@ -107,28 +112,46 @@ static void read_vector(const cJSON *entry, vector *v)
 {
     const cJSON *dec = cJSON_GetObjectItemCaseSensitive(entry, "decoded");
     const cJSON *hex = cJSON_GetObjectItemCaseSensitive(entry, "hex");
+    const cJSON *flags = cJSON_GetObjectItemCaseSensitive(entry, "flags");
     cr_assert(cJSON_IsObject(dec) && cJSON_IsString(hex));
     v->quantized = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(entry, "quantized"));
+    v->flags = flags ? (uint16_t)flags->valuedouble : (v->quantized ? CD_FRAME_FLAG_QUANTIZED : 0);
+    cr_assert_eq(v->quantized, (v->flags & CD_FRAME_FLAG_QUANTIZED) != 0);
     v->instance = (uint32_t)cJSON_GetObjectItemCaseSensitive(dec, "instance")->valuedouble;
     v->frame = (uint64_t)cJSON_GetObjectItemCaseSensitive(dec, "frame")->valuedouble;
     v->time = cJSON_GetObjectItemCaseSensitive(dec, "time")->valuedouble;
     v->count = read_positions(cJSON_GetObjectItemCaseSensitive(dec, "positions"), v->decoded);
+    const cJSON *orig = cJSON_GetObjectItemCaseSensitive(entry, "original");
+    if (flags != NULL) {
+        cr_assert(cJSON_IsObject(orig), "a vector with flags has an \"original\" object");
+        cr_assert_eq(read_positions(cJSON_GetObjectItemCaseSensitive(orig, "positions"),
+                                    v->positions), v->count);
+        if (v->flags & CD_FRAME_FLAG_VELOCITIES) {
+            cr_assert_eq(read_positions(cJSON_GetObjectItemCaseSensitive(orig, "velocities"),
+                                        v->velocities), v->count);
+            cr_assert_eq(read_positions(cJSON_GetObjectItemCaseSensitive(dec, "velocities"),
+                                        v->decoded_velocities), v->count);
+        }
+        if (v->flags & CD_FRAME_FLAG_NORMALS) {
+            cr_assert_eq(read_positions(cJSON_GetObjectItemCaseSensitive(orig, "normals"),
+                                        v->normals), v->count);
+            cr_assert_eq(read_positions(cJSON_GetObjectItemCaseSensitive(dec, "normals"),
+                                        v->decoded_normals), v->count);
+        }
+    } else if (v->quantized) {
+        cr_assert_eq(read_positions(orig, v->positions), v->count,
+                     "\"original\" and \"decoded\" differ in length");
+    } else {
+        memcpy(v->positions, v->decoded, sizeof v->positions);
+    }
     if (v->quantized) {
-        uint32_t n = read_positions(cJSON_GetObjectItemCaseSensitive(entry, "original"),
-                                    v->positions);
-        cr_assert_eq(n, v->count, "\"original\" and \"decoded\" differ in length");
-        float box[2 * 3];
         const cJSON *mn = cJSON_GetObjectItemCaseSensitive(dec, "bboxMin");
         const cJSON *mx = cJSON_GetObjectItemCaseSensitive(dec, "bboxMax");
         cr_assert(cJSON_GetArraySize(mn) == 3 && cJSON_GetArraySize(mx) == 3);
         for (int k = 0; k < 3; k++) {
-            box[k] = (float)cJSON_GetArrayItem(mn, k)->valuedouble;
-            box[3 + k] = (float)cJSON_GetArrayItem(mx, k)->valuedouble;
+            v->bbox_min[k] = (float)cJSON_GetArrayItem(mn, k)->valuedouble;
+            v->bbox_max[k] = (float)cJSON_GetArrayItem(mx, k)->valuedouble;
         }
-        memcpy(v->bbox_min, box, sizeof v->bbox_min);
-        memcpy(v->bbox_max, box + 3, sizeof v->bbox_max);
-    } else {
-        memcpy(v->positions, v->decoded, sizeof v->positions);
     }
     v->size = unhex(hex->valuestring, v->bytes, sizeof v->bytes);
 }
@@ -185,7 +208,14 @@ Test(protocol_frame, encode_reproduces_every_shared_test_vector)
         static vector v;
         read_vector(entry, &v);
         uint8_t out[sizeof v.bytes];
-        if (v.quantized) {
+        if (v.flags & ~CD_FRAME_FLAG_QUANTIZED) {
+            cr_assert_eq(v.size, cd_frame_size_flags(v.count, v.flags), "vector %d: size", index);
+            const cd_frame_content c = {.instance = v.instance, .frame = v.frame,
+                                        .time = v.time, .count = v.count,
+                                        .positions = v.positions, .velocities = v.velocities,
+                                        .normals = v.normals};
+            cd_frame_encode_content(out, v.flags, &c);
+        } else if (v.quantized) {
             cr_assert_eq(v.size, cd_frame_size_quantized(v.count), "vector %d: size", index);
             cd_frame_encode_quantized(out, v.instance, v.frame, v.time, v.positions, v.count);
         } else {
@@ -230,7 +260,7 @@ Test(protocol_frame, decode_header_reads_every_shared_test_vector)
         cr_assert_eq(cd_frame_decode_header(v.bytes, v.size, &h, &err), CD_OK, "%s",
                      err.message);
         cr_assert_eq(h.version, 1);
-        cr_assert_eq(h.flags, v.quantized ? CD_FRAME_FLAG_QUANTIZED : 0u);
+        cr_assert_eq(h.flags, v.flags);
         cr_assert_eq(h.length, v.size);
         cr_assert_eq(h.instance, v.instance);
         cr_assert_eq(h.frame, v.frame);
@@ -241,6 +271,16 @@ Test(protocol_frame, decode_header_reads_every_shared_test_vector)
         for (uint32_t i = 0; i < 3 * v.count; i++)
             cr_assert_eq(got[i], v.decoded[i], "coordinate %u: %.9g, expected %.9g", i,
                          (double)got[i], (double)v.decoded[i]);
+        cr_assert_eq(cd_frame_decode_velocities(v.bytes, &h, got),
+                     (v.flags & CD_FRAME_FLAG_VELOCITIES) != 0);
+        for (uint32_t i = 0; (v.flags & CD_FRAME_FLAG_VELOCITIES) && i < 3 * v.count; i++)
+            cr_assert_eq(got[i], v.decoded_velocities[i], "velocity %u: %.9g, expected %.9g", i,
+                         (double)got[i], (double)v.decoded_velocities[i]);
+        cr_assert_eq(cd_frame_decode_normals(v.bytes, &h, got),
+                     (v.flags & CD_FRAME_FLAG_NORMALS) != 0);
+        for (uint32_t i = 0; (v.flags & CD_FRAME_FLAG_NORMALS) && i < 3 * v.count; i++)
+            cr_assert_eq(got[i], v.decoded_normals[i], "normal %u: %.9g, expected %.9g", i,
+                         (double)got[i], (double)v.decoded_normals[i]);
         if (v.quantized)
             continue;
         /* Positions: little-endian f32 from byte 40 on. */
@@ -482,4 +522,182 @@ Test(protocol_frame, decode_checks_the_quantized_length)
     buf[6] = 1;
     cr_assert_eq(cd_frame_decode_header(buf, 64, &h, &err), CD_E_INVALID_ARGUMENT);
     cr_assert_eq(cd_frame_decode_header(buf, 63, &h, &err), CD_E_INVALID_ARGUMENT);
+}
+
+/* ---- channels: velocities and normals (issue 15) ------------------------- */
+
+Test(protocol_frame, channel_sizes_add_twelve_bytes_or_the_quantized_forms_per_particle)
+{
+    const uint16_t V = CD_FRAME_FLAG_VELOCITIES, N = CD_FRAME_FLAG_NORMALS,
+                   Q = CD_FRAME_FLAG_QUANTIZED;
+    cr_assert_eq(cd_frame_size_flags(10, 0), cd_frame_size(10));
+    cr_assert_eq(cd_frame_size_flags(10, Q), cd_frame_size_quantized(10));
+    cr_assert_eq(cd_frame_size_flags(10, V), 40u + 24u * 10u);
+    cr_assert_eq(cd_frame_size_flags(10, N), 40u + 24u * 10u);
+    cr_assert_eq(cd_frame_size_flags(10, V | N), 40u + 36u * 10u);
+    cr_assert_eq(cd_frame_size_flags(10, Q | V), 64u + 6u * 10u + 24u + 6u * 10u);
+    cr_assert_eq(cd_frame_size_flags(10, Q | N), 64u + 6u * 10u + 4u * 10u);
+    cr_assert_eq(cd_frame_size_flags(10, Q | V | N), 64u + 24u + 16u * 10u);
+    cr_assert_eq(cd_frame_size_flags(0, Q | V | N), 88u);
+}
+
+Test(protocol_frame, shared_vectors_cover_every_flag_combination_and_a_missing_normal)
+{
+    cJSON *root = load_vectors();
+    bool form[8] = {false};
+    bool zero_normal = false;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(root, "frames")) {
+        static vector v;
+        read_vector(entry, &v);
+        cr_assert_lt(v.flags, 8u);
+        form[v.flags] = true;
+        for (uint32_t i = 0; (v.flags & CD_FRAME_FLAG_NORMALS) && i < v.count; i++)
+            zero_normal = zero_normal || (v.decoded_normals[3 * i] == 0 &&
+                                          v.decoded_normals[3 * i + 1] == 0 &&
+                                          v.decoded_normals[3 * i + 2] == 0);
+    }
+    for (int f = 0; f < 8; f++)
+        cr_assert(form[f], "no vector with flags %d", f);
+    cr_assert(zero_normal, "a vector shows the zero normal");
+    cJSON_Delete(root);
+}
+
+/* A deterministic spread of unit vectors over the whole sphere (a
+ * Fibonacci lattice), the axes and the fold's edges included. */
+static void sphere_point(uint32_t i, uint32_t n, float out[3])
+{
+    const double golden = 2.399963229728653, z = 1.0 - 2.0 * ((double)i + 0.5) / (double)n;
+    const double r = sqrt(1.0 - z * z);
+    out[0] = (float)(r * cos(golden * i));
+    out[1] = (float)(r * sin(golden * i));
+    out[2] = (float)z;
+}
+
+Test(protocol_frame, octahedral_normals_come_back_unit_and_within_0_005_degrees)
+{
+    double worst = 0;
+    for (uint32_t i = 0; i < 20000 + 14; i++) {
+        float n[3];
+        if (i < 20000) {
+            sphere_point(i, 20000, n);
+        } else { /* the six axes and the eight octant diagonals' edges */
+            static const float extra[14][3] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0},
+                                               {0, 0, 1}, {0, 0, -1}, {0.6f, 0, -0.8f},
+                                               {-0.6f, 0, -0.8f}, {0, 0.6f, -0.8f},
+                                               {0, -0.6f, -0.8f}, {0.8f, 0.6f, 0},
+                                               {-0.8f, -0.6f, 0}, {1e-7f, 1e-7f, -1},
+                                               {-1e-7f, -1e-7f, -1}};
+            memcpy(n, extra[i - 20000], sizeof n);
+        }
+        uint16_t q[2];
+        float back[3];
+        cd_frame_octahedral_encode(n, q);
+        cr_assert(q[0] != 0 || q[1] != 0, "(0, 0) is kept for no normal (normal %u)", i);
+        cd_frame_octahedral_decode(q, back);
+        const double len = sqrt((double)back[0] * back[0] + (double)back[1] * back[1] +
+                                (double)back[2] * back[2]);
+        cr_assert_leq(fabs(len - 1.0), 1e-6, "normal %u: length %.9g", i, len);
+        /* The angle from atan2(|n x b|, n . b): acos would lose it in
+         * float32's rounding of the decoded components. */
+        const double cx = (double)n[1] * back[2] - (double)n[2] * back[1],
+                     cy = (double)n[2] * back[0] - (double)n[0] * back[2],
+                     cz = (double)n[0] * back[1] - (double)n[1] * back[0];
+        const double dot = (double)n[0] * back[0] + (double)n[1] * back[1] +
+                           (double)n[2] * back[2];
+        const double angle = atan2(sqrt(cx * cx + cy * cy + cz * cz), dot) * 180.0 / M_PI;
+        worst = fmax(worst, angle);
+    }
+    /* A 16-bit step of the octahedron is 2/65535; the worst angle it makes
+     * is 0.0036 degrees (measured over 200,000 directions). */
+    cr_assert_leq(worst, 0.005, "worst angle %.6f degrees", worst);
+    cr_assert_gt(worst, 0.0, "quantization must show somewhere");
+}
+
+Test(protocol_frame, octahedral_zero_is_no_normal_and_straight_down_avoids_it)
+{
+    const float zero[3] = {0, 0, 0}, down[3] = {0, 0, -1}, nan[3] = {NAN, 0, 1};
+    uint16_t q[2];
+    float back[3];
+    cd_frame_octahedral_encode(zero, q);
+    cr_assert(q[0] == 0 && q[1] == 0);
+    cd_frame_octahedral_decode(q, back);
+    cr_assert(back[0] == 0 && back[1] == 0 && back[2] == 0);
+    cd_frame_octahedral_encode(nan, q);
+    cr_assert(q[0] == 0 && q[1] == 0, "a non-finite normal is no normal");
+    cd_frame_octahedral_encode(down, q);
+    cr_assert(q[0] == 65535 && q[1] == 65535);
+    cd_frame_octahedral_decode(q, back);
+    cr_assert(back[0] == 0 && back[1] == 0 && back[2] == -1);
+}
+
+Test(protocol_frame, channels_follow_the_positions_which_stay_byte_identical)
+{
+    enum { N = 50 };
+    static float pos[3 * N], vel[3 * N], nrm[3 * N], back[3 * N];
+    for (uint32_t i = 0; i < N; i++) {
+        pos[3 * i] = 0.1f * (float)i;
+        pos[3 * i + 1] = 2.0f - 0.01f * (float)(i * i % 17);
+        pos[3 * i + 2] = 0.3f * sinf((float)i);
+        vel[3 * i] = -2.0f + 0.09f * (float)i;
+        vel[3 * i + 1] = 4.0f * cosf((float)i);
+        vel[3 * i + 2] = 0.5f; /* a flat axis */
+        sphere_point(i, N, &nrm[3 * i]);
+    }
+    const cd_frame_content c = {.instance = 5, .frame = 77, .time = 1.25, .count = N,
+                                .positions = pos, .velocities = vel, .normals = nrm};
+    for (uint16_t q = 0; q <= CD_FRAME_FLAG_QUANTIZED; q++) {
+        static uint8_t bare[64 + 12 * N], full[64 + 36 * N + 24];
+        const size_t bare_len = cd_frame_size_flags(N, q);
+        const uint16_t flags = q | CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS;
+        cd_frame_encode_content(bare, q, &c);
+        cd_frame_encode_content(full, flags, &c);
+        /* Header apart from flags and length, then the positions: the same. */
+        cr_assert_eq(memcmp(bare, full, 6), 0);
+        cr_assert_eq(memcmp(bare + 12, full + 12, bare_len - 12), 0, "quantized %u", q);
+        cd_frame_header h;
+        cd_error err;
+        cr_assert_eq(cd_frame_decode_header(full, cd_frame_size_flags(N, flags), &h, &err), CD_OK,
+                     "%s", err.message);
+        cr_assert_eq(h.flags, flags);
+        cr_assert(cd_frame_decode_velocities(full, &h, back));
+        for (uint32_t i = 0; i < 3 * N; i++) {
+            /* plain: exact; quantized: half a step of the velocities' box */
+            double lo = INFINITY, hi = -INFINITY;
+            for (uint32_t j = i % 3; j < 3 * N; j += 3) {
+                lo = fmin(lo, vel[j]);
+                hi = fmax(hi, vel[j]);
+            }
+            const double bound = q ? (hi - lo) / 65535.0 / 2.0 + 1e-6 : 0.0;
+            cr_assert_leq(fabs((double)back[i] - vel[i]), bound, "velocity %u, quantized %u", i, q);
+        }
+        cr_assert(cd_frame_decode_normals(full, &h, back));
+        for (uint32_t i = 0; i < 3 * N; i++)
+            cr_assert_leq(fabsf(back[i] - nrm[i]), q ? 1e-4f : 0.0f, "normal %u", i);
+        /* A frame without the channel says so and writes nothing. */
+        cr_assert_eq(cd_frame_decode_header(bare, bare_len, &h, &err), CD_OK);
+        back[0] = 42.0f;
+        cr_assert_not(cd_frame_decode_velocities(bare, &h, back));
+        cr_assert_not(cd_frame_decode_normals(bare, &h, back));
+        cr_assert_eq(back[0], 42.0f);
+    }
+}
+
+Test(protocol_frame, decode_checks_the_length_each_channel_flag_implies)
+{
+    const float pos[6] = {0, 0, 0, 0.1f, 0, 0}, vel[6] = {1, 2, 3, 4, 5, 6},
+                nrm[6] = {0, 0, 1, 0, 1, 0};
+    const cd_frame_content c = {.instance = 1, .count = 2, .positions = pos, .velocities = vel,
+                                .normals = nrm};
+    uint8_t buf[40 + 36 * 2];
+    cd_frame_encode_content(buf, CD_FRAME_FLAG_VELOCITIES, &c);
+    cd_frame_header h;
+    cd_error err;
+    cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_OK, "%s", err.message);
+    cr_assert_eq(h.length, 88u);
+    buf[6] = CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS; /* says more than it holds */
+    cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);
+    cr_assert_str_eq(err.message, "frame: length 88 does not match 2 particles (112 bytes)");
+    buf[6] = 0; /* says less */
+    cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);
 }

@@ -1086,6 +1086,62 @@ Test(protocol_request, subscribe_bad_options_are_invalid_and_name_the_field)
                  "instance: must be an integer in [0, 4294967295]");
 }
 
+Test(protocol_request, subscribe_channels_default_to_positions_and_add_velocities_and_normals)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"subscribe\",\"instance\":5}", &req);
+    cr_assert_eq(req.as.subscribe.options.channels, 0u, "positions alone by default");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"subscribe\",\"instance\":5,\"channels\":[\"positions\"]}", &req);
+    cr_assert_eq(req.as.subscribe.options.channels, 0u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"subscribe\",\"channels\":[\"normals\"],\"quantize\":true}", &req);
+    cr_assert_eq(req.as.subscribe.options.channels, CD_FRAME_FLAG_NORMALS);
+    cr_assert_eq(cd_frame_options_flags(&req.as.subscribe.options),
+                 CD_FRAME_FLAG_QUANTIZED | CD_FRAME_FLAG_NORMALS);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"subscribe\",\"channels\":[\"positions\",\"velocities\",\"normals\","
+             "\"velocities\"]}",
+             &req);
+    cr_assert_eq(req.as.subscribe.options.channels,
+                 CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS, "a repeat is harmless");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"subscribe\",\"channels\":[]}", &req);
+    cr_assert_eq(req.as.subscribe.options.channels, 0u, "positions are always sent");
+    cd_request_free(&req);
+}
+
+Test(protocol_request, subscribe_unknown_channel_is_invalid_and_lists_the_valid_ones)
+{
+    expect_error("{\"cmd\":\"subscribe\",\"channels\":[\"normals\",\"colours\"]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "channels[1]: unknown channel \"colours\" (one of \"positions\", \"velocities\" or "
+                 "\"normals\")");
+    expect_error("{\"cmd\":\"subscribe\",\"channels\":\"normals\"}", CD_E_INVALID_ARGUMENT,
+                 "channels: must be a list of \"positions\", \"velocities\" or \"normals\"");
+    expect_error("{\"cmd\":\"subscribe\",\"channels\":[3]}", CD_E_INVALID_ARGUMENT,
+                 "channels[0]: must be \"positions\", \"velocities\" or \"normals\"");
+}
+
+Test(protocol_request, get_reads_velocities_and_normals_and_defaults_to_neither)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"get\",\"instance\":2}", &req);
+    cr_assert_not(req.as.get.velocities);
+    cr_assert_not(req.as.get.normals);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"get\",\"instance\":2,\"velocities\":true,\"normals\":true}", &req);
+    cr_assert(req.as.get.velocities && req.as.get.normals);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"get\",\"instance\":2,\"normals\":true}", &req);
+    cr_assert(!req.as.get.velocities && req.as.get.normals);
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"get\",\"instance\":2,\"velocities\":1}", CD_E_INVALID_ARGUMENT,
+                 "velocities: must be true or false");
+    expect_error("{\"cmd\":\"get\",\"instance\":2,\"normals\":\"yes\"}", CD_E_INVALID_ARGUMENT,
+                 "normals: must be true or false");
+}
+
 Test(protocol_request, unsubscribe_ignores_frame_options)
 {
     cd_request req;

@@ -7,7 +7,7 @@
  * The serial run goes once on each distance kernel (AVX2 and scalar). */
 #include <criterion/criterion.h>
 
-#include "../../server/pool.h"
+#include "../../server/internal.h"
 #include "../solver_fixtures.h"
 #include "count_alloc.h"
 
@@ -277,4 +277,60 @@ Test(no_alloc, helped_steps_of_a_large_cloth_allocate_nothing)
     cr_assert_gt(help.helped, 0u, "the helper ran no block in %d steps", steps);
     cd_pool_destroy(pool);
     cd_world_destroy(world);
+}
+
+/* What a worker does after a step when subscribers asked for velocities and
+ * normals (issue 15): the channels computed once, then every form encoded
+ * into buffers the loop thread allocated (server/frames.c). Nothing of it
+ * allocates either, for cloth and soft bodies alike. */
+typedef struct framed {
+    scene *s;
+    cd_frame_channels channels[3];
+    cd_frame_buf *forms[3][CD_FRAME_FORMS];
+} framed;
+
+static void fill_frames(void *arg)
+{
+    framed *f = arg;
+    for (int k = 0; k < 3; k++) {
+        cd_frame_channels_compute(&f->channels[k], f->s->inst[k]);
+        for (uint32_t form = 0; form < CD_FRAME_FORMS; form++)
+            cd_frame_buf_fill(f->forms[k][form], f->s->inst[k], &f->channels[k]);
+    }
+}
+
+Test(no_alloc, frames_with_velocities_and_normals_allocate_nothing)
+{
+    scene s;
+    build(&s);
+    framed f = {.s = &s};
+    for (int k = 0; k < 3; k++) {
+        const uint32_t n = cd_instance_particle_count(s.inst[k]);
+        cr_assert(cd_frame_channels_alloc(&f.channels[k], n,
+                                          CD_FRAME_FLAG_VELOCITIES | CD_FRAME_FLAG_NORMALS));
+        for (uint32_t form = 0; form < CD_FRAME_FORMS; form++) {
+            f.forms[k][form] = cd_frame_buf_alloc(cd_instance_id(s.inst[k]), n, (uint16_t)form);
+            cr_assert_not_null(f.forms[k][form]);
+        }
+    }
+    long total = 0;
+    for (int step = 0; step < 30; step++) {
+        animate(&s, step);
+        step_all(&s);
+        total += counted(fill_frames, &f);
+    }
+    cr_assert_eq(total, 0, "%ld allocations filling frames", total);
+    /* The frames hold the channels: the cape moved, so some velocity is
+     * not zero (the plain form's velocities start after 12 bytes each). */
+    const cd_frame_buf *full = f.forms[0][CD_FRAME_FLAG_VELOCITIES];
+    bool moving = false;
+    for (size_t b = 40 + 12 * (size_t)full->particles; b < full->len; b++)
+        moving = moving || full->data[b] != 0;
+    cr_assert(moving);
+    for (int k = 0; k < 3; k++) {
+        cd_frame_channels_free(&f.channels[k]);
+        for (uint32_t form = 0; form < CD_FRAME_FORMS; form++)
+            cd_frame_buf_unref(f.forms[k][form]);
+    }
+    cd_world_destroy(s.world);
 }
