@@ -13,7 +13,8 @@ The server speaks two kinds of message over one TCP connection:
   subscribed instances, each message a 40-byte little-endian header starting
   with byte ``0x89`` followed by ``3 * count`` float32 positions, or (flag
   bit 0, ``subscribe(..., quantize=True)``) a bounding box and ``3 * count``
-  uint16 values.
+  uint16 values; with ``subscribe(..., channels=[...])`` each particle's
+  velocity (flag bit 1) and unit normal (flag bit 2) follow the positions.
 
 The reader tells them apart by their first byte. While a request waits for
 its reply, frames that arrive meanwhile are kept in a bounded queue (the
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 import select
 import socket
@@ -120,6 +122,14 @@ FRAME_MAGIC = b"\x89CLF"
 FRAME_VERSION = 1
 #: Flags bit 0: the payload is quantized (bounding box + uint16 per axis).
 FRAME_FLAG_QUANTIZED = 0x0001
+#: Flags bit 1: velocities follow the positions (channel "velocities").
+FRAME_FLAG_VELOCITIES = 0x0002
+#: Flags bit 2: unit normals follow (channel "normals"; octahedral when quantized).
+FRAME_FLAG_NORMALS = 0x0004
+#: Every flag this client understands.
+FRAME_FLAGS_KNOWN = FRAME_FLAG_QUANTIZED | FRAME_FLAG_VELOCITIES | FRAME_FLAG_NORMALS
+#: What subscribe's ``channels`` may name ("positions" is always sent).
+CHANNELS = ("positions", "velocities", "normals")
 #: magic, version, flags, total length, instance, frame, time, count, reserved.
 FRAME_HEADER = struct.Struct("<4sHHIIQdII")
 FRAME_HEADER_SIZE = FRAME_HEADER.size  # 40
@@ -216,10 +226,19 @@ class Frame:
     * ``array``: an (N, 3) float32 numpy array; for a plain frame a
       read-only view on ``payload`` without a copy (needs numpy).
 
+    With the channels (``subscribe(..., channels=["velocities",
+    "normals"])``), ``velocities_flat``/``velocities``/``velocity_array``
+    and ``normals_flat``/``normals``/``normal_array`` give them the same
+    way (None when the frame does not carry them; ``has_velocities`` and
+    ``has_normals`` tell). Normals are unit, or (0, 0, 0) for a particle
+    that no triangle touches; quantized ones come back within 0.005
+    degrees.
+
     ``payload`` is the raw bytes after the 40-byte header, as sent
     (little-endian float32, or for a quantized frame the bounding box and
-    uint16 values). ``quantized`` tells which; ``bbox_min``/``bbox_max``
-    hold a quantized frame's bounding box (None for a plain one).
+    uint16 values; then the channels). ``quantized`` tells which;
+    ``bbox_min``/``bbox_max`` hold a quantized frame's bounding box (None
+    for a plain one), ``velocity_min``/``velocity_max`` its velocities'.
     Frames compare equal when their header fields and payload do.
     """
 
@@ -232,11 +251,78 @@ class Frame:
     flags: int = 0
     bbox_min: Optional[Vec3] = None
     bbox_max: Optional[Vec3] = None
+    velocity_min: Optional[Vec3] = None
+    velocity_max: Optional[Vec3] = None
 
     @property
     def quantized(self) -> bool:
         """True for a quantized frame (flags bit 0)."""
         return bool(self.flags & FRAME_FLAG_QUANTIZED)
+
+    @property
+    def has_velocities(self) -> bool:
+        """True when the frame carries velocities (flags bit 1)."""
+        return bool(self.flags & FRAME_FLAG_VELOCITIES)
+
+    @property
+    def has_normals(self) -> bool:
+        """True when the frame carries normals (flags bit 2)."""
+        return bool(self.flags & FRAME_FLAG_NORMALS)
+
+    def _section(self, which: str) -> bytes:
+        """The payload bytes of "positions", "velocities" or "normals"."""
+        start, end = _sections(self.flags, self.count)[which]
+        return self.payload[start:end]
+
+    @cached_property
+    def velocities_flat(self) -> Optional[array]:
+        """The velocities (m/s) as float32 ``array('f')``, or None."""
+        if not self.has_velocities:
+            return None
+        return _decode_xyz(self._section("velocities"), self.quantized)
+
+    @cached_property
+    def velocities(self) -> Optional[List[Vec3]]:
+        """The velocities as (x, y, z) tuples, or None."""
+        f = self.velocities_flat
+        return None if f is None else [(f[i], f[i + 1], f[i + 2]) for i in range(0, len(f), 3)]
+
+    @cached_property
+    def normals_flat(self) -> Optional[array]:
+        """The unit normals as float32 ``array('f')``, or None."""
+        if not self.has_normals:
+            return None
+        data = self._section("normals")
+        if not self.quantized:
+            return _decode_xyz(data, False)
+        q = array("H")
+        q.frombytes(data)
+        if sys.byteorder != "little":
+            q.byteswap()
+        out = array("f")
+        for i in range(0, len(q), 2):
+            out.extend(octahedral_decode(q[i], q[i + 1]))
+        return out
+
+    @cached_property
+    def normals(self) -> Optional[List[Vec3]]:
+        """The normals as (x, y, z) tuples, or None."""
+        f = self.normals_flat
+        return None if f is None else [(f[i], f[i + 1], f[i + 2]) for i in range(0, len(f), 3)]
+
+    @cached_property
+    def velocity_array(self) -> Any:
+        """The velocities as an (N, 3) float32 numpy array, or None."""
+        np = _need_numpy("Frame.velocity_array")
+        f = self.velocities_flat
+        return None if f is None else np.array(f, dtype=np.float32).reshape(-1, 3)
+
+    @cached_property
+    def normal_array(self) -> Any:
+        """The normals as an (N, 3) float32 numpy array, or None."""
+        np = _need_numpy("Frame.normal_array")
+        f = self.normals_flat
+        return None if f is None else np.array(f, dtype=np.float32).reshape(-1, 3)
 
     @property
     def size(self) -> int:
@@ -246,24 +332,7 @@ class Frame:
     @cached_property
     def flat(self) -> array:
         """The coordinates as float32 ``array('f')`` (computed once)."""
-        if not self.quantized:
-            out = array("f")
-            out.frombytes(self.payload)
-            if sys.byteorder != "little":
-                out.byteswap()
-            return out
-        q = array("H")
-        q.frombytes(self.payload[_QUANT_BOX.size:])
-        if sys.byteorder != "little":
-            q.byteswap()
-        assert self.bbox_min is not None and self.bbox_max is not None
-        values = [0.0] * len(q)
-        for k in range(3):
-            lo = self.bbox_min[k]
-            span = self.bbox_max[k] - lo
-            # PROTOCOL.md: p = min + (q / 65535) * (max - min), in float64.
-            values[k::3] = [lo + (v / _QUANT_STEPS) * span for v in q[k::3]]
-        return array("f", values)  # rounded to float32
+        return _decode_xyz(self._section("positions"), self.quantized)
 
     @cached_property
     def positions(self) -> List[Vec3]:
@@ -281,8 +350,9 @@ class Frame:
         """
         np = _need_numpy("Frame.array")
         if not self.quantized:
-            return np.frombuffer(self.payload, dtype="<f4").reshape(self.count, 3)
-        q = np.frombuffer(self.payload, dtype="<u2", offset=_QUANT_BOX.size).reshape(self.count, 3)
+            return np.frombuffer(self.payload, dtype="<f4", count=3 * self.count).reshape(self.count, 3)
+        q = np.frombuffer(self.payload, dtype="<u2", offset=_QUANT_BOX.size,
+                          count=3 * self.count).reshape(self.count, 3)
         lo = np.array(self.bbox_min, dtype=np.float64)
         span = np.array(self.bbox_max, dtype=np.float64) - lo
         out = (lo + (q / _QUANT_STEPS) * span).astype(np.float32)
@@ -298,19 +368,71 @@ class Frame:
     __hash__ = None  # type: ignore[assignment]
 
 
+def _sections(flags: int, count: int) -> Dict[str, Tuple[int, int]]:
+    """Where each part of the payload lies (offsets after the header):
+    positions, then velocities (bit 1), then normals (bit 2)."""
+    quantized = bool(flags & FRAME_FLAG_QUANTIZED)
+    xyz = _QUANT_BOX.size + 6 * count if quantized else 12 * count
+    out = {"positions": (0, xyz)}
+    at = xyz
+    if flags & FRAME_FLAG_VELOCITIES:
+        out["velocities"] = (at, at + xyz)
+        at += xyz
+    if flags & FRAME_FLAG_NORMALS:
+        n = (4 if quantized else 12) * count
+        out["normals"] = (at, at + n)
+        at += n
+    out["end"] = (at, at)
+    return out
+
+
 def _expected_length(flags: int, count: int) -> int:
-    if flags & FRAME_FLAG_QUANTIZED:
-        return FRAME_HEADER_SIZE + _QUANT_BOX.size + 6 * count
-    return FRAME_HEADER_SIZE + 12 * count
+    return FRAME_HEADER_SIZE + _sections(flags, count)["end"][0]
+
+
+def _decode_xyz(data: bytes, quantized: bool) -> array:
+    """float32 x, y, z triplets, or a box and uint16 triplets (PROTOCOL.md:
+    v = min + (q / 65535) * (max - min), in float64, rounded to float32)."""
+    if not quantized:
+        out = array("f")
+        out.frombytes(data)
+        if sys.byteorder != "little":
+            out.byteswap()
+        return out
+    box = _QUANT_BOX.unpack_from(data, 0)
+    q = array("H")
+    q.frombytes(data[_QUANT_BOX.size:])
+    if sys.byteorder != "little":
+        q.byteswap()
+    values = [0.0] * len(q)
+    for k in range(3):
+        lo = box[k]
+        span = box[3 + k] - lo
+        values[k::3] = [lo + (v / _QUANT_STEPS) * span for v in q[k::3]]
+    return array("f", values)  # rounded to float32
+
+
+def octahedral_decode(u: int, v: int) -> Vec3:
+    """A quantized normal (two uint16, octahedral) as a unit (x, y, z) in
+    float64, as PROTOCOL.md says; (0, 0) is no normal: (0, 0, 0)."""
+    if u == 0 and v == 0:
+        return (0.0, 0.0, 0.0)
+    x = u / _QUANT_STEPS * 2.0 - 1.0
+    y = v / _QUANT_STEPS * 2.0 - 1.0
+    z = 1.0 - abs(x) - abs(y)
+    if z < 0:
+        x, y = (1.0 - abs(y)) * (1.0 if x >= 0 else -1.0), (1.0 - abs(x)) * (1.0 if y >= 0 else -1.0)
+    length = math.sqrt(x * x + y * y + z * z)
+    return (x / length, y / length, z / length)
 
 
 def decode_frame(buf: Union[bytes, bytearray, memoryview]) -> Frame:
     """Decodes one complete frame (header + payload), plain or quantized.
 
     Raises :class:`ProtocolError` when the magic, the version, the flags
-    (only bit 0 is known) or the length is wrong (the header's total length
-    must equal ``len(buf)`` and ``40 + 12 * count``, or ``64 + 6 * count``
-    for a quantized frame).
+    (bits 0-2 are known) or the length is wrong (the header's total length
+    must equal ``len(buf)`` and what the flags imply: ``40 + 12 * count``,
+    ``64 + 6 * count`` for a quantized frame, plus each channel's part).
     """
     if len(buf) < FRAME_HEADER_SIZE:
         raise ProtocolError(f"frame: {len(buf)} bytes is shorter than the {FRAME_HEADER_SIZE}-byte header")
@@ -319,22 +441,32 @@ def decode_frame(buf: Union[bytes, bytearray, memoryview]) -> Frame:
         raise ProtocolError(f"frame: bad magic {magic!r}")
     if version != FRAME_VERSION:
         raise ProtocolError(f"frame: unsupported version {version}")
-    if flags & ~FRAME_FLAG_QUANTIZED:
-        raise ProtocolError(f"frame: unknown flags 0x{flags & ~FRAME_FLAG_QUANTIZED:04x}")
+    if flags & ~FRAME_FLAGS_KNOWN:
+        raise ProtocolError(f"frame: unknown flags 0x{flags & ~FRAME_FLAGS_KNOWN:04x}")
     if length != len(buf):
         raise ProtocolError(f"frame: header says {length} bytes, got {len(buf)}")
     if length != _expected_length(flags, count):
         raise ProtocolError(f"frame: length {length} does not match {count} particles")
     payload = bytes(buf[FRAME_HEADER_SIZE:])
-    bbox_min = bbox_max = None
+    bbox_min = bbox_max = velocity_min = velocity_max = None
     if flags & FRAME_FLAG_QUANTIZED:
         box = _QUANT_BOX.unpack_from(payload, 0)
         bbox_min, bbox_max = box[:3], box[3:]
+        if flags & FRAME_FLAG_VELOCITIES:
+            box = _QUANT_BOX.unpack_from(payload, _sections(flags, count)["velocities"][0])
+            velocity_min, velocity_max = box[:3], box[3:]
     return Frame(instance=instance, frame=frame, time=time, count=count, payload=payload,
-                 version=version, flags=flags, bbox_min=bbox_min, bbox_max=bbox_max)
+                 version=version, flags=flags, bbox_min=bbox_min, bbox_max=bbox_max,
+                 velocity_min=velocity_min, velocity_max=velocity_max)
 
 
 # ---- get ----------------------------------------------------------------------
+
+
+def _triplets(raw: Optional[List[float]]) -> Optional[List[Vec3]]:
+    if raw is None:
+        return None
+    return [(raw[i], raw[i + 1], raw[i + 2]) for i in range(0, len(raw) - 2, 3)]
 
 
 @dataclass
@@ -387,6 +519,21 @@ class InstanceState:
         """"aero" (wind is an air velocity, a flat plate), "constant" (an
         acceleration) or "dragLift" (an air velocity, drag and lift)."""
         return self.reply.get("windModel")
+
+    @property
+    def velocities(self) -> Optional[List[Vec3]]:
+        """Each particle's velocity (m/s, over the last substep; zero before
+        the first step and while asleep) as (x, y, z) tuples, when ``get``
+        asked for them (``velocities=True``); None otherwise."""
+        return _triplets(self.reply.get("velocities"))
+
+    @property
+    def normals(self) -> Optional[List[Vec3]]:
+        """Each particle's unit normal (area-weighted over the topology's
+        triangles; cloth: the side of down x right, soft body: outwards;
+        (0, 0, 0) for a particle no triangle touches), when ``get`` asked for
+        them (``normals=True``); None otherwise."""
+        return _triplets(self.reply.get("normals"))
 
     @property
     def self_collision(self) -> Optional[Dict[str, int]]:
@@ -1133,25 +1280,35 @@ class Client:
         """
         return self.request("step", dt=dt, instance=instance, instances=_ids(instances))
 
-    def get(self, instance: int) -> InstanceState:
-        """The full state of one instance."""
-        return InstanceState.from_reply(self.request("get", instance=instance))
+    def get(self, instance: int, *, velocities: bool = False, normals: bool = False) -> InstanceState:
+        """The full state of one instance; ``velocities=True`` and
+        ``normals=True`` add each particle's velocity and unit normal
+        (``InstanceState.velocities`` / ``.normals``)."""
+        return InstanceState.from_reply(self.request("get", instance=instance,
+                                                     velocities=velocities or None,
+                                                     normals=normals or None))
 
     def subscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None, *,
-                  quantize: Optional[bool] = None, every: Optional[int] = None) -> Dict[str, Any]:
+                  quantize: Optional[bool] = None, every: Optional[int] = None,
+                  channels: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         """Subscribes to frames of one instance, several, or (neither) all,
         including instances created later.
 
         ``quantize=True``: 16-bit frames (about half the bytes; decoded
         positions within half a quantization step of the server's).
         ``every=k``: only frames whose number is a multiple of k (1..1000).
+        ``channels``: what the frames carry besides the positions, from
+        :data:`CHANNELS` (``["positions"]`` by default; add "velocities"
+        and/or "normals": :attr:`Frame.velocities`, :attr:`Frame.normals`).
         Subscribing again to an instance replaces its options. The current
         frame of each instance follows the reply. Returns the reply
         (``instances`` or ``all``).
         """
+        chans = None if channels is None else list(channels)
         reply = self.request("subscribe", instance=instance, instances=_ids(instances),
-                             quantize=quantize, every=every)
-        options = {k: v for k, v in (("quantize", quantize), ("every", every)) if v is not None}
+                             quantize=quantize, every=every, channels=chans)
+        options = {k: v for k, v in (("quantize", quantize), ("every", every), ("channels", chans))
+                   if v is not None}
         if reply.get("all"):
             self._subs[_ALL] = options
         for iid in reply.get("instances") or []:
@@ -1335,8 +1492,8 @@ class Subscriber:
     ``callback(frame)`` for each frame (on that thread).
 
     ``instances``: an id, a list of ids, or None for every instance
-    (including ones created later). ``quantize``/``every``: the subscribe
-    options. ``reconnect`` (default on): when the server goes away, connect
+    (including ones created later). ``quantize``/``every``/``channels``:
+    the subscribe options. ``reconnect`` (default on): when the server goes away, connect
     again (for up to ``reconnect_timeout`` seconds per outage), subscribe
     again and go on; each instance's current frame arrives first. Frames
     of the outage are missed, as any slow subscriber's are. ``token``: as
@@ -1347,7 +1504,8 @@ class Subscriber:
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  instances: Union[int, Sequence[int], None] = None, *, quantize: bool = False,
-                 every: int = 1, timeout: Optional[float] = 10.0, reconnect: bool = True,
+                 every: int = 1, channels: Optional[Sequence[str]] = None,
+                 timeout: Optional[float] = 10.0, reconnect: bool = True,
                  reconnect_timeout: float = 30.0, rcvbuf: Optional[int] = None,
                  token: Optional[str] = None):
         self.client = Client(host, port, timeout, rcvbuf=rcvbuf, reconnect=False,
@@ -1357,6 +1515,7 @@ class Subscriber:
         self.instances: Optional[List[int]] = None if instances is None else list(instances)
         self.quantize = quantize
         self.every = every
+        self.channels: Optional[List[str]] = None if channels is None else list(channels)
         self.reconnect = reconnect
         self.callback: Optional[Callable[[Frame], None]] = None
         #: The exception that ended the background thread, if any.
@@ -1376,7 +1535,8 @@ class Subscriber:
         if not self._subscribed:
             self.client.connect()
             self.client.subscribe(instances=self.instances, quantize=self.quantize or None,
-                                  every=None if self.every == 1 else self.every)
+                                  every=None if self.every == 1 else self.every,
+                                  channels=self.channels)
             self._subscribed = True
         return self
 

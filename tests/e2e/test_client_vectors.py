@@ -1,6 +1,7 @@
 """The Python client decodes every shared frame test vector exactly as
 protocol/test_vectors.json says (the same file the C tests encode against),
-plain and quantized, and rejects damaged frames."""
+plain and quantized, with velocities and normals, and rejects damaged
+frames."""
 
 import json
 import os
@@ -34,6 +35,7 @@ class FrameVectorsTest(unittest.TestCase):
                 self.assertEqual(frame.time, want["time"])  # f64, exact
                 self.assertEqual(frame.count, len(want["positions"]))
                 self.assertEqual(frame.quantized, bool(v.get("quantized")))
+                self.assertEqual(frame.flags, v.get("flags", 1 if v.get("quantized") else 0))
                 got = [tuple(p) for p in frame.positions]
                 expected = [tuple(f32(c) for c in p) for p in want["positions"]]
                 self.assertEqual(got, expected)  # bit-exact after rounding to f32
@@ -48,13 +50,53 @@ class FrameVectorsTest(unittest.TestCase):
                 continue
             with self.subTest(note=v.get("note")):
                 frame = decode_frame(bytes.fromhex(v["hex"]))
-                self.assertEqual(frame.flags, 1)
+                self.assertTrue(frame.flags & 1)
                 self.assertEqual(list(frame.bbox_min), [f32(c) for c in v["decoded"]["bboxMin"]])
                 self.assertEqual(list(frame.bbox_max), [f32(c) for c in v["decoded"]["bboxMax"]])
-                for p, o in zip(frame.positions, v["original"]):
+                original = v["original"]["positions"] if "flags" in v else v["original"]
+                for p, o in zip(frame.positions, original):
                     for k in range(3):
                         bound = (frame.bbox_max[k] - frame.bbox_min[k]) / 65535 / 2 + 1e-6
                         self.assertLessEqual(abs(p[k] - f32(o[k])), bound)
+
+    def test_channel_vectors_should_decode_their_velocities_and_normals(self):
+        seen = set()
+        for v in self.frames:
+            flags = v.get("flags", 0)
+            if not flags & 6:
+                self.assertIsNone(decode_frame(bytes.fromhex(v["hex"])).velocities)
+                continue
+            with self.subTest(note=v["note"]):
+                frame = decode_frame(bytes.fromhex(v["hex"]))
+                seen.add(flags)
+                want = v["decoded"]
+                self.assertEqual(frame.has_velocities, bool(flags & 2))
+                self.assertEqual(frame.has_normals, bool(flags & 4))
+                if flags & 2:
+                    got = [tuple(p) for p in frame.velocities]
+                    self.assertEqual(got, [tuple(f32(c) for c in p) for p in want["velocities"]])
+                    if flags & 1:
+                        self.assertEqual(list(frame.velocity_min), [f32(c) for c in want["velocityMin"]])
+                        for p, o in zip(got, v["original"]["velocities"]):
+                            for k in range(3):
+                                span = frame.velocity_max[k] - frame.velocity_min[k]
+                                self.assertLessEqual(abs(p[k] - f32(o[k])), span / 65535 / 2 + 1e-6)
+                else:
+                    self.assertIsNone(frame.velocities)
+                if flags & 4:
+                    got = [tuple(p) for p in frame.normals]
+                    self.assertEqual(got, [tuple(f32(c) for c in p) for p in want["normals"]])
+                    for p, o in zip(got, v["original"]["normals"]):
+                        length = sum(c * c for c in p) ** 0.5
+                        if any(o):
+                            self.assertAlmostEqual(length, 1.0, delta=1e-6)
+                            for k in range(3):
+                                self.assertLessEqual(abs(p[k] - o[k]), 1e-4)
+                        else:
+                            self.assertEqual(p, (0.0, 0.0, 0.0))
+                else:
+                    self.assertIsNone(frame.normals)
+        self.assertEqual(seen, {2, 3, 4, 5, 6, 7})
 
     def test_damaged_frames_should_be_rejected(self):
         good = bytes.fromhex(self.frames[0]["hex"])
@@ -62,7 +104,8 @@ class FrameVectorsTest(unittest.TestCase):
                           ("version", good[:4] + b"\x02\x00" + good[6:]),
                           ("truncated", good[:-4]),
                           ("short header", good[:20]),
-                          ("unknown flag", good[:6] + b"\x02\x00" + good[8:]),
+                          ("unknown flag", good[:6] + b"\x08\x00" + good[8:]),
+                          ("velocities flag on a plain length", good[:6] + b"\x02\x00" + good[8:]),
                           ("quantized flag on a plain length", good[:6] + b"\x01\x00" + good[8:])]:
             with self.subTest(damage=name):
                 with self.assertRaises(ProtocolError):

@@ -73,6 +73,10 @@ for v in vectors:
     assert fr.quantized == bool(v.get("quantized")), v["note"]
     want = [tuple(f32(c) for c in p) for p in v["decoded"]["positions"]]
     assert [tuple(p) for p in fr.positions] == want, v["note"]
+    for name in ("velocities", "normals"):
+        if name in v["decoded"]:
+            want = [tuple(f32(c) for c in p) for p in v["decoded"][name]]
+            assert [tuple(p) for p in getattr(fr, name)] == want, v["note"]
 print(len(vectors), clothd.__version__)
 """
 
