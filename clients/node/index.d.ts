@@ -221,9 +221,26 @@ export interface InstanceState {
   colliders: Collider[];
   /** While selfDistance > 0: the self-collision work since creation; else null. */
   selfCollision: SelfCollisionStats | null;
+  /** With get(id, {velocities: true}): 3 floats per particle, m/s over the last
+   * substep (zero before the first step and while asleep); else null. */
+  velocities: Float32Array | null;
+  /** With get(id, {normals: true}): unit area-weighted vertex normals (cloth:
+   * the side of down x right; soft body: outwards; (0,0,0) without a
+   * triangle); else null. */
+  normals: Float32Array | null;
   /** The raw get reply. */
   reply: Reply;
 }
+
+export interface GetOptions {
+  /** Add each particle's velocity. */
+  velocities?: boolean;
+  /** Add each particle's unit normal. */
+  normals?: boolean;
+}
+
+/** What a frame can carry besides the positions (always sent). */
+export type Channel = 'positions' | 'velocities' | 'normals';
 
 export interface SubscribeOptions {
   instance?: number;
@@ -232,6 +249,8 @@ export interface SubscribeOptions {
   quantize?: boolean;
   /** Only frames whose number is a multiple of this (1..1000). */
   every?: number;
+  /** What frames carry: ["positions"] by default; add "velocities" and/or "normals". */
+  channels?: readonly Channel[];
 }
 
 export interface SubscribeReply extends Reply {
@@ -314,6 +333,12 @@ export interface Frame {
   bounds: { min: Vec3; max: Vec3 } | null;
   /** True when `positions` is a view on the received bytes (no copy). */
   view: boolean;
+  /** flags bit 1 (channel "velocities"): 3·N floats, m/s; else null. */
+  velocities: Float32Array | null;
+  /** A quantized frame's velocity box; null otherwise. */
+  velocityBounds: { min: Vec3; max: Vec3 } | null;
+  /** flags bit 2 (channel "normals"): 3·N floats, unit or (0,0,0); else null. */
+  normals: Float32Array | null;
 }
 
 export interface DecodeOptions {
@@ -331,11 +356,18 @@ export function decodeFrame(bytes: Uint8Array, options?: DecodeOptions): Frame;
 export function frameSize(count: number): number;
 /** Length of a quantized frame of `count` particles: 64 + 6·count. */
 export function quantizedFrameSize(count: number): number;
+/** Length of a frame of `count` particles with `flags` (bits 0-2). */
+export function frameSizeFlags(count: number, flags: number): number;
+/** A quantized normal (two u16, octahedral) as a unit vector; (0,0) gives [0,0,0]. */
+export function octahedralDecode(u: number, v: number): Vec3;
 
 export const FRAME_MAGIC: readonly [0x89, 0x43, 0x4c, 0x46];
 export const FRAME_VERSION: 1;
 export const FRAME_HEADER_SIZE: 40;
 export const FLAG_QUANTIZED: 1;
+export const FLAG_VELOCITIES: 2;
+export const FLAG_NORMALS: 4;
+export const CHANNELS: readonly Channel[];
 /** This package's version. */
 export const VERSION: string;
 /** "CLOTHD_TOKEN": where a client finds its token when given none. */
@@ -446,7 +478,7 @@ export class Client extends EventEmitter {
   enable(instance: number, enabled?: boolean): Promise<boolean>;
   /** A number is taken as dt. */
   step(options?: StepOptions | number): Promise<StepReply>;
-  get(instance: number): Promise<InstanceState>;
+  get(instance: number, options?: GetOptions): Promise<InstanceState>;
   subscribe(options?: SubscribeOptions): Promise<SubscribeReply>;
   unsubscribe(options?: UnsubscribeOptions): Promise<void>;
   /** Writes the snapshot `name` of every instance (or opts.instances) to the server's --data-dir. */

@@ -32,8 +32,14 @@ const {
   FRAME_VERSION,
   FRAME_HEADER_SIZE,
   FLAG_QUANTIZED,
+  FLAG_VELOCITIES,
+  FLAG_NORMALS,
+  FLAGS_KNOWN,
+  CHANNELS,
   frameSize,
   quantizedFrameSize,
+  frameSizeFlags,
+  octahedralDecode,
   decodeFrame,
 } = require('./lib/frame.js');
 const { MessageParser, DEFAULT_MAX_MESSAGE_BYTES } = require('./lib/parser.js');
@@ -558,7 +564,7 @@ class Client extends EventEmitter {
 
   _onFrame(bytes) {
     const version = bytes[4] | (bytes[5] << 8);
-    const unknownFlags = (bytes[6] | (bytes[7] << 8)) & ~FLAG_QUANTIZED;
+    const unknownFlags = (bytes[6] | (bytes[7] << 8)) & ~FLAGS_KNOWN;
     if (version !== FRAME_VERSION || unknownFlags) {
       // PROTOCOL.md: a frame of another version, or with an unknown flag,
       // is skipped using its length (the server sends none unless asked).
@@ -772,10 +778,15 @@ class Client extends EventEmitter {
   /**
    * An instance's full state: the reply's members, with `positions` as a
    * Float32Array (3 per particle, exactly the server's float32 values) and
-   * the raw reply as `reply`.
+   * the raw reply as `reply`. opts.velocities / opts.normals add each
+   * particle's velocity and unit normal (Float32Arrays; null when not asked).
    */
-  async get(instance) {
-    const reply = await this.request('get', { instance });
+  async get(instance, opts = {}) {
+    const reply = await this.request('get', {
+      instance,
+      velocities: opts.velocities || undefined,
+      normals: opts.normals || undefined,
+    });
     return {
       instance: reply.instance,
       type: reply.type,
@@ -790,6 +801,8 @@ class Client extends EventEmitter {
       pinned: reply.pinned ?? [],
       colliders: reply.colliders ?? [],
       selfCollision: reply.selfCollision ?? null,
+      velocities: reply.velocities ? Float32Array.from(reply.velocities) : null,
+      normals: reply.normals ? Float32Array.from(reply.normals) : null,
       reply,
     };
   }
@@ -797,7 +810,9 @@ class Client extends EventEmitter {
   /**
    * Subscribes to frames of opts.instance, opts.instances, or (neither) every
    * instance. opts.quantize: 16-bit positions in the frame's bounding box;
-   * opts.every: only frames whose number is a multiple of it. Resolves with
+   * opts.every: only frames whose number is a multiple of it; opts.channels:
+   * what frames carry besides the positions ("velocities", "normals"; see
+   * CHANNELS), decoded as frame.velocities and frame.normals. Resolves with
    * the reply ({instances: [...]} or {all: true}). The current frame of each
    * instance follows the reply at once: create the frames() iterator or the
    * 'frame' listener before subscribing to see it.
@@ -808,6 +823,7 @@ class Client extends EventEmitter {
       instances: idList(opts.instances),
       quantize: opts.quantize,
       every: opts.every,
+      channels: opts.channels === undefined ? undefined : Array.from(opts.channels),
     });
   }
 
@@ -929,11 +945,16 @@ module.exports = {
   decodeFrame,
   frameSize,
   quantizedFrameSize,
+  frameSizeFlags,
+  octahedralDecode,
   ERROR_CODES,
   FRAME_MAGIC,
   FRAME_VERSION,
   FRAME_HEADER_SIZE,
   FLAG_QUANTIZED,
+  FLAG_VELOCITIES,
+  FLAG_NORMALS,
+  CHANNELS,
   VERSION,
   TOKEN_ENV,
 };

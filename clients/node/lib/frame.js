@@ -2,6 +2,9 @@
 // Binary frames (PROTOCOL.md, Frames): a 40-byte little-endian header, then
 // either f32[3N] positions (flags 0) or, with flags bit 0 (subscribe's
 // "quantize"), f32[3] bbox min, f32[3] bbox max and u16[3N] positions.
+// Subscribe's "channels" add after them each particle's velocity (flags bit
+// 1: f32[3N], or quantized a box and u16[3N]) and unit normal (bit 2:
+// f32[3N], or quantized u16[2N] octahedral).
 
 const { ProtocolError } = require('./errors.js');
 
@@ -10,6 +13,13 @@ const FRAME_VERSION = 1;
 const FRAME_HEADER_SIZE = 40;
 /** flags bit 0: the payload is quantized (bounding box + u16 per axis). */
 const FLAG_QUANTIZED = 1;
+/** flags bit 1: velocities follow the positions (channel "velocities"). */
+const FLAG_VELOCITIES = 2;
+/** flags bit 2: unit normals follow (channel "normals"). */
+const FLAG_NORMALS = 4;
+const FLAGS_KNOWN = FLAG_QUANTIZED | FLAG_VELOCITIES | FLAG_NORMALS;
+/** What subscribe's `channels` may name ("positions" is always sent). */
+const CHANNELS = Object.freeze(['positions', 'velocities', 'normals']);
 /** Bytes between the header and a quantized frame's u16 positions. */
 const QUANTIZED_PREFIX = 24;
 
@@ -23,6 +33,32 @@ function frameSize(count) {
 /** Total length of a quantized frame of `count` particles. */
 function quantizedFrameSize(count) {
   return FRAME_HEADER_SIZE + QUANTIZED_PREFIX + 6 * count;
+}
+
+/**
+ * Where each part lies (byte offsets from the frame's start): positions,
+ * then velocities (bit 1), then normals (bit 2); `end` is the length.
+ */
+function sections(flags, count) {
+  const quantized = (flags & FLAG_QUANTIZED) !== 0;
+  const xyz = quantized ? QUANTIZED_PREFIX + 6 * count : 12 * count;
+  let at = FRAME_HEADER_SIZE + xyz;
+  const out = { positions: FRAME_HEADER_SIZE, velocities: -1, normals: -1, end: 0 };
+  if (flags & FLAG_VELOCITIES) {
+    out.velocities = at;
+    at += xyz;
+  }
+  if (flags & FLAG_NORMALS) {
+    out.normals = at;
+    at += (quantized ? 4 : 12) * count;
+  }
+  out.end = at;
+  return out;
+}
+
+/** Total length of a frame of `count` particles with `flags`. */
+function frameSizeFlags(count, flags) {
+  return sections(flags, count).end;
 }
 
 function hex2(b) {
@@ -52,10 +88,10 @@ function readHeader(bytes, available) {
   const count = dv.getUint32(32, true);
   if (version !== FRAME_VERSION)
     throw new ProtocolError(`frame: unsupported version ${version} (expected ${FRAME_VERSION})`);
-  if (flags & ~FLAG_QUANTIZED)
-    throw new ProtocolError(`frame: unknown flags 0x${(flags & ~FLAG_QUANTIZED).toString(16).padStart(4, '0')}`);
+  if (flags & ~FLAGS_KNOWN)
+    throw new ProtocolError(`frame: unknown flags 0x${(flags & ~FLAGS_KNOWN).toString(16).padStart(4, '0')}`);
   const quantized = (flags & FLAG_QUANTIZED) !== 0;
-  const expected = quantized ? quantizedFrameSize(count) : frameSize(count);
+  const expected = frameSizeFlags(count, flags);
   if (length !== expected)
     throw new ProtocolError(`frame: length ${length} does not match ${count} particles (${expected} bytes${quantized ? ', quantized' : ''})`);
   if (length !== available)
@@ -75,49 +111,89 @@ function readHeader(bytes, available) {
   };
 }
 
-/** Plain payload -> Float32Array, a view when aligned (see decodeFrame). */
-function plainPositions(bytes, count, copy) {
+/**
+ * f32[3N] at `offset` -> Float32Array, a view when aligned (see
+ * decodeFrame) and `copy` is false.
+ */
+function plainTriplets(bytes, offset, count, copy) {
   const n = 3 * count;
-  const start = bytes.byteOffset + FRAME_HEADER_SIZE;
+  const start = bytes.byteOffset + offset;
   if (LITTLE_ENDIAN_HOST && !copy && start % 4 === 0)
-    return { positions: new Float32Array(bytes.buffer, start, n), view: true };
+    return { values: new Float32Array(bytes.buffer, start, n), view: true };
   const out = new Float32Array(n);
   if (LITTLE_ENDIAN_HOST) {
-    new Uint8Array(out.buffer).set(bytes.subarray(FRAME_HEADER_SIZE, FRAME_HEADER_SIZE + 4 * n));
+    new Uint8Array(out.buffer).set(bytes.subarray(offset, offset + 4 * n));
   } else {
     const dv = new DataView(bytes.buffer, start, 4 * n);
     for (let i = 0; i < n; i++) out[i] = dv.getFloat32(4 * i, true);
   }
-  return { positions: out, view: false };
+  return { values: out, view: false };
 }
 
 /**
- * Quantized payload -> Float32Array: p = min + (q / 65535) * (max - min),
- * computed in float64 and rounded to float32 (the test vectors' rule).
+ * A box and u16[3N] at `offset` -> Float32Array: v = min + (q / 65535) *
+ * (max - min), computed in float64 and rounded to float32 (the test
+ * vectors' rule). Positions and quantized velocities alike.
  */
-function quantizedPositions(bytes, count) {
+function boxedTriplets(bytes, offset, count) {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const min = [0, 0, 0];
   const max = [0, 0, 0];
   for (let k = 0; k < 3; k++) {
-    min[k] = dv.getFloat32(FRAME_HEADER_SIZE + 4 * k, true);
-    max[k] = dv.getFloat32(FRAME_HEADER_SIZE + 12 + 4 * k, true);
+    min[k] = dv.getFloat32(offset + 4 * k, true);
+    max[k] = dv.getFloat32(offset + 12 + 4 * k, true);
   }
   const range = [max[0] - min[0], max[1] - min[1], max[2] - min[2]];
   const out = new Float32Array(3 * count);
-  let p = FRAME_HEADER_SIZE + QUANTIZED_PREFIX;
+  let p = offset + QUANTIZED_PREFIX;
   for (let i = 0; i < 3 * count; i += 3) {
     for (let k = 0; k < 3; k++, p += 2)
       out[i + k] = min[k] + (dv.getUint16(p, true) / 65535) * range[k];
   }
-  return { positions: out, bounds: { min, max } };
+  return { values: out, bounds: { min, max } };
+}
+
+/**
+ * One quantized normal (u16 u, v: octahedral) -> unit [x, y, z] in float64
+ * (PROTOCOL.md, Quantized frames); (0, 0) is no normal: [0, 0, 0].
+ */
+function octahedralDecode(qu, qv) {
+  if (qu === 0 && qv === 0) return [0, 0, 0];
+  let x = (qu / 65535) * 2 - 1;
+  let y = (qv / 65535) * 2 - 1;
+  const z = 1 - Math.abs(x) - Math.abs(y);
+  if (z < 0) {
+    const fx = (1 - Math.abs(y)) * (x >= 0 ? 1 : -1);
+    const fy = (1 - Math.abs(x)) * (y >= 0 ? 1 : -1);
+    x = fx;
+    y = fy;
+  }
+  const len = Math.sqrt(x * x + y * y + z * z);
+  return [x / len, y / len, z / len];
+}
+
+function octahedralNormals(bytes, offset, count) {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const out = new Float32Array(3 * count);
+  for (let i = 0; i < count; i++) {
+    const n = octahedralDecode(dv.getUint16(offset + 4 * i, true), dv.getUint16(offset + 4 * i + 2, true));
+    out[3 * i] = n[0];
+    out[3 * i + 1] = n[1];
+    out[3 * i + 2] = n[2];
+  }
+  return out;
 }
 
 /**
  * Decodes one complete frame (header + payload, exactly `length` bytes).
  *
  * Returns a Frame: { instance, frame, time, count, flags, quantized,
- * positions: Float32Array (x0, y0, z0, x1, ...), bounds, view }.
+ * positions: Float32Array (x0, y0, z0, x1, ...), bounds, view,
+ * velocities, velocityBounds, normals }. `velocities` and `normals` are
+ * Float32Arrays like `positions` when the frame carries them (flags bits 1
+ * and 2, subscribe's `channels`), else null; normals are unit, or (0, 0, 0)
+ * for a particle no triangle touches. `velocityBounds` is a quantized
+ * frame's velocity box ({min, max}), else null.
  *
  * Plain frames: `positions` is a view on `bytes` (no copy) when the payload
  * starts at a 4-byte-aligned address on a little-endian host, else a copy;
@@ -126,18 +202,28 @@ function quantizedPositions(bytes, count) {
  * bounding box as float32 values); `bounds` is null for plain frames.
  *
  * Throws ProtocolError on a bad magic, a version other than 1, a flag bit
- * other than bit 0, or a length that does not match the count or the bytes.
+ * other than bits 0-2, or a length that does not match the flags, the count
+ * or the bytes.
  */
 function decodeFrame(bytes, options) {
   const h = readHeader(bytes, bytes && bytes.length);
   const copy = Boolean(options && options.copy);
+  const at = sections(h.flags, h.count);
   let positions;
   let bounds = null;
   let view = false;
+  let velocities = null;
+  let velocityBounds = null;
+  let normals = null;
   if (h.quantized) {
-    ({ positions, bounds } = quantizedPositions(bytes, h.count));
+    ({ values: positions, bounds } = boxedTriplets(bytes, at.positions, h.count));
+    if (at.velocities >= 0)
+      ({ values: velocities, bounds: velocityBounds } = boxedTriplets(bytes, at.velocities, h.count));
+    if (at.normals >= 0) normals = octahedralNormals(bytes, at.normals, h.count);
   } else {
-    ({ positions, view } = plainPositions(bytes, h.count, copy));
+    ({ values: positions, view } = plainTriplets(bytes, at.positions, h.count, copy));
+    if (at.velocities >= 0) velocities = plainTriplets(bytes, at.velocities, h.count, copy).values;
+    if (at.normals >= 0) normals = plainTriplets(bytes, at.normals, h.count, copy).values;
   }
   return {
     instance: h.instance,
@@ -149,6 +235,9 @@ function decodeFrame(bytes, options) {
     positions,
     bounds,
     view,
+    velocities,
+    velocityBounds,
+    normals,
   };
 }
 
@@ -157,9 +246,15 @@ module.exports = {
   FRAME_VERSION,
   FRAME_HEADER_SIZE,
   FLAG_QUANTIZED,
+  FLAG_VELOCITIES,
+  FLAG_NORMALS,
+  FLAGS_KNOWN,
+  CHANNELS,
   QUANTIZED_PREFIX,
   LITTLE_ENDIAN_HOST,
   frameSize,
   quantizedFrameSize,
+  frameSizeFlags,
+  octahedralDecode,
   decodeFrame,
 };

@@ -1,13 +1,25 @@
 'use strict';
-// Frame decoding (plain and quantized) against the shared test vectors and
-// frames encoded here, the decoder's rejections, and the stream parser.
+// Frame decoding (plain and quantized, with velocities and normals) against
+// the shared test vectors and frames encoded here, the decoder's
+// rejections, and the stream parser.
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const { decodeFrame, ProtocolError, FRAME_HEADER_SIZE, FLAG_QUANTIZED, frameSize, quantizedFrameSize } = require('..');
+const {
+  decodeFrame,
+  ProtocolError,
+  FRAME_HEADER_SIZE,
+  FLAG_QUANTIZED,
+  FLAG_VELOCITIES,
+  FLAG_NORMALS,
+  frameSize,
+  quantizedFrameSize,
+  frameSizeFlags,
+  octahedralDecode,
+} = require('..');
 const { MessageParser } = require('../lib/parser.js');
 const { REPO_ROOT } = require('../test-support/server.js');
 
@@ -108,6 +120,7 @@ test('every frame of protocol/test_vectors.json decodes to its "decoded" values'
   let quantized = 0;
   for (const [index, v] of doc.frames.entries()) {
     const what = `vector ${index + 1} (${v.note})`;
+    if ('flags' in v) continue; // the channel vectors: the next test
     assert.equal(typeof v.hex, 'string', `${what}: has hex`);
     assert.ok(v.decoded && typeof v.decoded === 'object', `${what}: has decoded`);
     const bytes = Buffer.from(v.hex, 'hex');
@@ -146,9 +159,69 @@ test('every frame of protocol/test_vectors.json decodes to its "decoded" values'
       assert.equal(encodePlain(d.instance, d.frame, d.time, d.positions.flat()).toString('hex'), v.hex, `${what}: re-encoded byte for byte`);
     }
   }
-  assert.equal(plain + quantized, doc.frames.length, 'every vector was checked');
+  const channels = doc.frames.filter((v) => 'flags' in v).length;
+  assert.equal(plain + quantized + channels, doc.frames.length, 'every vector was checked');
   assert.ok(plain >= 4, 'the four plain vectors of PROTOCOL.md are there');
   t.diagnostic(`checked ${plain} plain and ${quantized} quantized vectors`);
+});
+
+test('the channel vectors decode their velocities and normals', (t) => {
+  const doc = JSON.parse(fs.readFileSync(VECTORS_PATH, 'utf8'));
+  const seen = new Set();
+  for (const [index, v] of doc.frames.entries()) {
+    if (!('flags' in v)) {
+      assert.equal(decodeFrame(Buffer.from(v.hex, 'hex')).velocities, null);
+      continue;
+    }
+    const what = `vector ${index + 1} (${v.note})`;
+    const bytes = Buffer.from(v.hex, 'hex');
+    const f = decodeFrame(bytes);
+    const d = v.decoded;
+    seen.add(v.flags);
+    assert.equal(f.flags, v.flags, `${what}: flags`);
+    assert.equal(bytes.length, frameSizeFlags(f.count, f.flags), `${what}: length`);
+    assertBitwiseEqual(f.positions, Float32Array.from(d.positions.flat()), `${what}: positions`);
+    if (v.flags & FLAG_VELOCITIES) {
+      assertBitwiseEqual(f.velocities, Float32Array.from(d.velocities.flat()), `${what}: velocities`);
+      if (f.quantized) {
+        assertBitwiseEqual(Float32Array.from(f.velocityBounds.min), Float32Array.from(d.velocityMin), `${what}: velocity min`);
+        assertBitwiseEqual(Float32Array.from(f.velocityBounds.max), Float32Array.from(d.velocityMax), `${what}: velocity max`);
+        const original = v.original.velocities.flat();
+        for (let i = 0; i < original.length; i++) {
+          const k = i % 3;
+          const tol = (f.velocityBounds.max[k] - f.velocityBounds.min[k]) / 65535 / 2 + 1e-6;
+          assert.ok(Math.abs(f.velocities[i] - Math.fround(original[i])) <= tol, `${what}: velocity ${i}`);
+        }
+      }
+    } else {
+      assert.equal(f.velocities, null, `${what}: no velocities`);
+    }
+    if (v.flags & FLAG_NORMALS) {
+      assertBitwiseEqual(f.normals, Float32Array.from(d.normals.flat()), `${what}: normals`);
+      const original = v.original.normals;
+      for (let i = 0; i < original.length; i++) {
+        const n = f.normals.subarray(3 * i, 3 * i + 3);
+        if (original[i].every((c) => c === 0)) {
+          assert.deepEqual(Array.from(n), [0, 0, 0], `${what}: normal ${i} is none`);
+          continue;
+        }
+        assert.ok(Math.abs(Math.hypot(n[0], n[1], n[2]) - 1) <= 1e-6, `${what}: normal ${i} is unit`);
+        for (let k = 0; k < 3; k++)
+          assert.ok(Math.abs(n[k] - original[i][k]) <= 1e-4, `${what}: normal ${i} axis ${k}`);
+      }
+    } else {
+      assert.equal(f.normals, null, `${what}: no normals`);
+    }
+  }
+  assert.deepEqual([...seen].sort(), [2, 3, 4, 5, 6, 7], 'every channel form has a vector');
+  t.diagnostic(`checked ${seen.size} channel vectors`);
+});
+
+test('octahedral normals: (0,0) is none, the corners are straight down', () => {
+  assert.deepEqual(octahedralDecode(0, 0), [0, 0, 0]);
+  assert.deepEqual(octahedralDecode(65535, 65535), [0, 0, -1]);
+  const up = octahedralDecode(32768, 32768);
+  assert.ok(up[2] > 0.99999 && Math.abs(Math.hypot(...up) - 1) < 1e-12);
 });
 
 // ---- quantized frames encoded here -------------------------------------
@@ -222,7 +295,13 @@ test('the decoder rejects bad magic, versions, flags and lengths', () => {
   b = Buffer.from(good);
   b.writeUInt16LE(2, 4);
   rejects(b, /unsupported version 2/);
-  for (const flags of [2, 3, 0x8000, 0x8001]) {
+  // A channel flag on a frame without its channel: the length is wrong.
+  for (const flags of [FLAG_VELOCITIES, FLAG_NORMALS]) {
+    const b = encodePlain(1, 0, 0, [0, 0, 0, 0.1, 0, 0]);
+    b.writeUInt16LE(flags, 6);
+    rejects(b, /does not match/);
+  }
+  for (const flags of [8, 9, 0x8000, 0x8001]) {
     b = Buffer.from(good);
     b.writeUInt16LE(flags, 6);
     rejects(b, /unknown flags/);

@@ -1,6 +1,7 @@
 'use strict';
 // Frames from the real server: order, bit-exactness against get, the async
-// iterator, the 'frame' event, quantized frames and decimation.
+// iterator, the 'frame' event, quantized frames, decimation and the
+// velocity and normal channels.
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -212,6 +213,60 @@ test('every: only frames whose number is a multiple of k (plus the current one)'
   await frames.return();
   await client.unsubscribe({ instance: id });
   await client.destroy(id);
+});
+
+test('channels: velocities and normals in frames equal get\'s, plain and quantized', async () => {
+  // A sheet lying flat (down +z) swings down from its pinned top edge.
+  const id = await client.createCloth({
+    width: 8, height: 6, spacing: 0.05, origin: [0, 2, 0], down: [0, 0, 1], windModel: 'constant', sleepThreshold: 0,
+  });
+  await client.pin(id, Array.from({ length: 8 }, (_, i) => i));
+  const first = await client.get(id, { velocities: true, normals: true });
+  assert.ok(first.velocities.every((v) => v === 0), 'no velocity before the first step');
+  for (let i = 0; i < 48; i++) assert.deepEqual(Array.from(first.normals.subarray(3 * i, 3 * i + 3)), [0, 1, 0]);
+  assert.equal((await client.get(id)).velocities, null, 'not asked for: null');
+
+  const full = await Client.connect(server.address);
+  const quant = await Client.connect(server.address);
+  try {
+    const fi = full.frames({ instance: id });
+    const qi = quant.frames({ instance: id });
+    await full.subscribe({ instance: id, channels: ['velocities', 'normals'] });
+    await quant.subscribe({ instance: id, quantize: true, channels: ['normals', 'velocities'] });
+    await take(fi, 1);
+    await take(qi, 1);
+    let slowest = 0;
+    for (let step = 1; step <= 5; step++) {
+      await client.step({ dt: 1 / 60, instances: [id] });
+      const [f] = await take(fi, 1);
+      const [q] = await take(qi, 1);
+      const state = await client.get(id, { velocities: true, normals: true });
+      assert.equal(f.frame, step);
+      assert.equal(f.flags, 6);
+      assert.equal(q.flags, 7);
+      assert.ok(bytesOf(f.velocities).equals(bytesOf(state.velocities)), 'velocities bit for bit');
+      assert.ok(bytesOf(f.normals).equals(bytesOf(state.normals)), 'normals bit for bit');
+      slowest = Math.min(slowest, ...state.velocities);
+      for (let i = 0; i < state.velocities.length; i++) {
+        const k = i % 3;
+        const tol = (q.velocityBounds.max[k] - q.velocityBounds.min[k]) / 65535 / 2 + 1e-6;
+        assert.ok(Math.abs(q.velocities[i] - state.velocities[i]) <= tol, `velocity ${i}`);
+        assert.ok(Math.abs(q.normals[i] - state.normals[i]) <= 1e-4, `normal ${i}`);
+      }
+    }
+    assert.ok(slowest < -0.3, `it swings down (${slowest} m/s)`);
+  } finally {
+    await full.close();
+    await quant.close();
+  }
+});
+
+test('channels: an unknown one is invalid_argument listing the valid ones', async () => {
+  await assert.rejects(client.subscribe({ channels: ['positions', 'speed'] }), (e) => {
+    assert.equal(e.code, 'invalid_argument');
+    assert.equal(e.message, 'channels[1]: unknown channel "speed" (one of "positions", "velocities" or "normals")');
+    return true;
+  });
 });
 
 test('the server exits with code 0 on SIGTERM', async () => {
