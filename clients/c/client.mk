@@ -62,7 +62,7 @@ $(C_OUT)/libclothd.a: $(call c_pic_obj,$(C_LIB_SRC))
 	$(AR) rcs $@ $^
 
 $(C_OUT)/libclothd.so.$(C_VERSION): $(call c_pic_obj,$(C_LIB_SRC))
-	$(CC) -shared -Wl,-soname,$(C_SONAME) -Wl,--no-undefined $^ -o $@
+	$(CC) -shared -Wl,-soname,$(C_SONAME) -Wl,--no-undefined $^ -o $@ -lm
 
 $(C_OUT)/$(C_SONAME) $(C_OUT)/libclothd.so: $(C_OUT)/libclothd.so.$(C_VERSION)
 	ln -sf libclothd.so.$(C_VERSION) $@
@@ -78,6 +78,7 @@ Name: clothd
 Description: C client of the clothd cloth-simulation server
 Version: $(C_VERSION)
 Libs: -L$${libdir} -lclothd
+Libs.private: -lm
 Cflags: -I$${includedir}
 endef
 $(C_OUT)/clothd.pc: c-pc-always
@@ -115,7 +116,7 @@ $(C_OUT)/examples/cape-pkgconfig: $(C_DIR)/examples/cape.c $(C_OUT)/clothd-unins
 	  -Wl,-rpath,$(abspath $(C_OUT)) -lm
 $(C_OUT)/examples/raii: $(C_DIR)/examples/raii.cpp $(C_OUT)/libclothd.a
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++17 -Wall -Wextra -Werror -pedantic -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@
+	$(CXX) -std=c++17 -Wall -Wextra -Werror -pedantic -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@ -lm
 
 # The tests: one plain runner (tests/main.c) linked with the static library,
 # so it also reaches the JSON reader it checks; the ASan+UBSan twin is built
@@ -184,7 +185,7 @@ c-test-asan: $(BUILD)/clothd $(C_OUT)/c_tests_san $(C_OUT)/san/examples/cape $(C
 C_BENCH_STEPS ?= 1000
 $(C_OUT)/bench/roundtrip: $(C_DIR)/bench/roundtrip.c $(C_OUT)/libclothd.a
 	@mkdir -p $(dir $@)
-	$(CC) $(C_WARN) -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@
+	$(CC) $(C_WARN) -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@ -lm
 c-bench: $(BUILD)/clothd $(C_OUT)/bench/roundtrip
 	python3 $(C_DIR)/bench/roundtrip.py --clothd $(BUILD)/clothd --c-bench $(C_OUT)/bench/roundtrip \
 	  --steps $(C_BENCH_STEPS)

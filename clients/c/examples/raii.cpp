@@ -99,7 +99,7 @@ public:
     std::vector<float> positions(clothd_instance inst, uint64_t *frame = nullptr)
     {
         std::vector<float> out(3 * 4096);
-        clothd_get_options g{out.data(), out.size() / 3};
+        clothd_get_options g{out.data(), out.size() / 3, false, false};
         State s;
         clothd_error e;
         check(clothd_get(client_.get(), inst, &g, s.get(), &e), e);

@@ -87,6 +87,7 @@ typedef struct cdc_entry {
     bool all;              /* unsubscribe from everything */
     clothd_opt_b quantize; /* subscribe options */
     clothd_opt_i every;
+    uint32_t channels;
     uint32_t *ids;         /* unsubscribe `instances` (owned) */
     size_t nids;
     /* The reply. */
@@ -100,6 +101,7 @@ typedef struct cdc_sub {
     uint32_t instance;
     clothd_opt_b quantize;
     clothd_opt_i every;
+    uint32_t channels;
 } cdc_sub;
 
 typedef struct cdc_target {
@@ -208,7 +210,10 @@ void cdc_ring_free(clothd_client *c);
 void cdc_async_push(clothd_client *c, const clothd_error *e);
 
 /* ---- subscriptions and frame targets (subs.c) ---- */
-void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every);
+void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every,
+                 uint32_t channels);
+/* subscribe's "channels" (CLOTHD_CHANNEL_* bits; nothing when 0). */
+void cdc_put_channels(cdc_jw *w, uint32_t channels);
 void cdc_sub_remove(clothd_client *c, uint32_t instance);
 void cdc_sub_clear(clothd_client *c);
 clothd_frame_target *cdc_target_of(clothd_client *c, uint32_t instance);

@@ -171,12 +171,26 @@ clothd_code clothd_step(clothd_client *c, const clothd_step_options *o, clothd_s
 
 /* ---- get ---- */
 
-clothd_code clothd_send_get(clothd_client *c, clothd_instance inst, clothd_ticket *ticket, clothd_error *err)
+clothd_code clothd_send_get_ex(clothd_client *c, clothd_instance inst, const clothd_get_options *o,
+                               clothd_ticket *ticket, clothd_error *err)
 {
     BEGIN(CDC_K_GET, "get");
     cdc_jw_key(&r.w, "instance");
     cdc_jw_u64(&r.w, inst.id);
+    if (o != NULL && o->velocities) {
+        cdc_jw_key(&r.w, "velocities");
+        cdc_jw_bool(&r.w, true);
+    }
+    if (o != NULL && o->normals) {
+        cdc_jw_key(&r.w, "normals");
+        cdc_jw_bool(&r.w, true);
+    }
     return cdc_req_end(&r, ticket, NULL, err);
+}
+
+clothd_code clothd_send_get(clothd_client *c, clothd_instance inst, clothd_ticket *ticket, clothd_error *err)
+{
+    return clothd_send_get_ex(c, inst, NULL, ticket, err);
 }
 
 void clothd_instance_state_free(clothd_instance_state *s)
@@ -185,6 +199,8 @@ void clothd_instance_state_free(clothd_instance_state *s)
         return;
     if (s->positions_owned_)
         free(s->positions);
+    free(s->velocities);
+    free(s->normals);
     free(s->pinned);
     free(s->colliders);
     memset(s, 0, sizeof *s);
@@ -226,6 +242,25 @@ static clothd_code read_positions(const cdc_jdoc *d, int tok, const clothd_get_o
     return CLOTHD_OK;
 }
 
+/* "velocities" or "normals" when the reply has them: 3 floats per particle,
+ * allocated. */
+static clothd_code read_triplets(const cdc_jdoc *d, int tok, const char *name, size_t particles,
+                                 float **out, clothd_error *err)
+{
+    if (tok < 0)
+        return CLOTHD_OK;
+    if (cdc_jtype_of(d, tok) != CDC_JARRAY || d->tok[tok].count != 3 * particles)
+        return cdc_fail(err, CLOTHD_E_PROTOCOL, "protocol: get's \"%s\" is not 3 numbers per particle", name);
+    *out = malloc(3 * (particles ? particles : 1) * sizeof(float));
+    if (*out == NULL)
+        return nomem(err);
+    int i = cdc_jfirst(d, tok);
+    for (size_t k = 0; k < 3 * particles; k++, i = cdc_jnext(d, i))
+        if (!cdc_jfloat(d, i, &(*out)[k]))
+            return cdc_fail(err, CLOTHD_E_PROTOCOL, "protocol: get's \"%s\" holds a non-number", name);
+    return CLOTHD_OK;
+}
+
 static clothd_code decode_get(clothd_client *c, const cdc_jdoc *d, int root, void *out, const void *arg,
                               clothd_error *err)
 {
@@ -255,6 +290,12 @@ static clothd_code decode_get(clothd_client *c, const cdc_jdoc *d, int root, voi
     cdc_jvec3(d, cdc_jget(d, root, "wind"), s->wind);
     cdc_jvec3(d, cdc_jget(d, root, "gravity"), s->gravity);
     clothd_code rc = read_positions(d, cdc_jget(d, root, "positions"), arg, s, err);
+    if (rc == CLOTHD_OK)
+        rc = read_triplets(d, cdc_jget(d, root, "velocities"), "velocities", s->particle_count,
+                           &s->velocities, err);
+    if (rc == CLOTHD_OK)
+        rc = read_triplets(d, cdc_jget(d, root, "normals"), "normals", s->particle_count, &s->normals,
+                           err);
     if (rc == CLOTHD_OK)
         rc = read_u32s(d, cdc_jget(d, root, "pinned"), &s->pinned, &s->pinned_count, err);
     int cols = cdc_jget(d, root, "colliders");
@@ -302,7 +343,8 @@ clothd_code clothd_recv_get(clothd_client *c, clothd_ticket ticket, const clothd
 clothd_code clothd_get(clothd_client *c, clothd_instance inst, const clothd_get_options *o,
                        clothd_instance_state *out, clothd_error *err)
 {
-    CDC_BLOCKING(c, err, clothd_send_get(c, inst, &ticket_, err), CDC_K_GET, decode_get, out, sizeof *out, o);
+    CDC_BLOCKING(c, err, clothd_send_get_ex(c, inst, o, &ticket_, err), CDC_K_GET, decode_get, out, sizeof *out,
+                 o);
 }
 
 /* ---- subscribe, unsubscribe ---- */
@@ -329,11 +371,13 @@ clothd_code clothd_send_subscribe(clothd_client *c, const clothd_subscribe_optio
     put_which(&r.w, o);
     cdc_put_b(&r.w, "quantize", o->quantize);
     cdc_put_i(&r.w, "every", o->every);
+    cdc_put_channels(&r.w, o->channels);
     cdc_entry *e = NULL;
     rc = cdc_req_end(&r, ticket, &e, err);
     if (e != NULL) { /* kept for a reconnect once the server says ok */
         e->quantize = o->quantize;
         e->every = o->every;
+        e->channels = o->channels;
     }
     return rc;
 }

@@ -19,7 +19,22 @@ static cdc_sub *find_sub(clothd_client *c, uint32_t instance)
     return NULL;
 }
 
-void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every)
+void cdc_put_channels(cdc_jw *w, uint32_t channels)
+{
+    if (channels == 0)
+        return;
+    cdc_jw_key(w, "channels");
+    cdc_jw_array_open(w);
+    cdc_jw_string(w, "positions", 9);
+    if (channels & CLOTHD_CHANNEL_VELOCITIES)
+        cdc_jw_string(w, "velocities", 10);
+    if (channels & CLOTHD_CHANNEL_NORMALS)
+        cdc_jw_string(w, "normals", 7);
+    cdc_jw_array_close(w);
+}
+
+void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every,
+                 uint32_t channels)
 {
     cdc_sub *s = find_sub(c, instance);
     if (s == NULL) {
@@ -36,6 +51,7 @@ void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clo
     }
     s->quantize = quantize;
     s->every = every;
+    s->channels = channels;
 }
 
 void cdc_sub_remove(clothd_client *c, uint32_t instance)
@@ -68,12 +84,12 @@ void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int 
     case CDC_K_SUBSCRIBE: {
         bool all = false;
         if (cdc_jbool(d, cdc_jget(d, root, "all"), &all) && all)
-            cdc_sub_put(c, 0, e->quantize, e->every);
+            cdc_sub_put(c, 0, e->quantize, e->every, e->channels);
         int list = cdc_jget(d, root, "instances");
         for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i)) {
             uint64_t id;
             if (cdc_juint(d, i, UINT32_MAX, &id))
-                cdc_sub_put(c, (uint32_t)id, e->quantize, e->every);
+                cdc_sub_put(c, (uint32_t)id, e->quantize, e->every, e->channels);
         }
         break;
     }
@@ -114,6 +130,7 @@ bool cdc_sub_renew(clothd_client *c)
         }
         cdc_put_b(&r.w, "quantize", s->quantize);
         cdc_put_i(&r.w, "every", s->every);
+        cdc_put_channels(&r.w, s->channels);
         r.role = CDC_ROLE_RESUBSCRIBE;
         e = NULL;
         if (cdc_req_end(&r, NULL, &e, NULL) == CLOTHD_E_NOMEM)

@@ -102,7 +102,7 @@ static void pins_should_show_in_get(void)
     REQUIRE_OK(clothd_unpin(c, cl.instance, &u, &n, &err), err);
     CHECK(n == 1);
     float buf[3 * 8];
-    clothd_get_options g = {buf, 8};
+    clothd_get_options g = {.positions = buf, .capacity = 8};
     clothd_instance_state st;
     REQUIRE_OK(clothd_get(c, cl.instance, &g, &st, &err), err);
     CHECK(st.positions == buf, "positions went into the caller's buffer");
@@ -112,7 +112,7 @@ static void pins_should_show_in_get(void)
     CHECK(st.pinned_count == 2 && st.pinned[0] == 0 && st.pinned[1] == 3, "pinned 0 and 3");
     CHECK(st.frame == 0 && st.time == 0 && st.enabled && !st.unstable && st.wind_model == CLOTHD_WIND_AERO);
     clothd_instance_state_free(&st);
-    clothd_get_options tiny = {buf, 3};
+    clothd_get_options tiny = {.positions = buf, .capacity = 3};
     CHECK(clothd_get(c, cl.instance, &tiny, &st, &err) == CLOTHD_E_USAGE && strstr(err.message, "do not fit"),
           "%s", err.message);
     REQUIRE_OK(clothd_destroy(c, cl.instance, &err), err);

@@ -1,7 +1,7 @@
 /* Frame decoding against protocol/test_vectors.json (PROTOCOL.md's vectors,
  * read with the library's own JSON reader): every header field, and every
- * position bit for bit after rounding to float32 (plain and quantized: this
- * decoder computes in float64 as the rule says). Then frames that break the
+ * position, velocity and normal bit for bit after rounding to float32
+ * (plain and quantized: this decoder computes in float64 as the rule says). Then frames that break the
  * layout must be refused with a reason, and an unknown version skipped. */
 #include "harness.h"
 
@@ -44,6 +44,40 @@ static size_t unhex(const cdc_jdoc *d, int tok, unsigned char *out, size_t cap)
     return k;
 }
 
+/* The channel `name` of a vector: decoded bit for bit, and within the
+ * quantization (velocities: half their box's step; normals 1e-4) of what
+ * was encoded; a vector without it is refused. */
+static void check_channel(const cdc_jdoc *d, int v, const clothd_frame *f, const char *name, int index)
+{
+    float out[3 * 16];
+    clothd_error err;
+    const bool velocities = name[0] == 'v';
+    clothd_code rc = velocities ? clothd_frame_decode_velocities(f, out, 16, &err)
+                                : clothd_frame_decode_normals(f, out, 16, &err);
+    int want = cdc_jget(d, cdc_jget(d, v, "decoded"), name);
+    int orig = cdc_jget(d, cdc_jget(d, v, "original"), name);
+    if (want < 0) {
+        CHECK(rc == CLOTHD_E_USAGE, "vector %d has no %s: refused", index, name);
+        return;
+    }
+    REQUIRE(rc == CLOTHD_OK, "vector %d %s: %s", index, name, err.message);
+    int p = cdc_jfirst(d, want), o = cdc_jfirst(d, orig);
+    for (uint32_t i = 0; i < f->count; i++, p = cdc_jnext(d, p), o = cdc_jnext(d, o)) {
+        float w[3], original[3];
+        CHECK(cdc_jvec3(d, p, w) && cdc_jvec3(d, o, original));
+        for (int k = 0; k < 3; k++) {
+            const float got = out[3 * i + (uint32_t)k];
+            CHECK(got == w[k], "vector %d %s %u axis %d: %.9g, want %.9g", index, name, (unsigned)i, k,
+                  (double)got, (double)w[k]);
+            double tol = !f->quantized ? 0.0
+                         : velocities  ? ((double)f->velocity_max[k] - f->velocity_min[k]) / 65535 / 2 + 1e-6
+                                       : 1e-4;
+            CHECK(fabs((double)got - original[k]) <= tol, "vector %d %s %u: off the original", index, name,
+                  (unsigned)i);
+        }
+    }
+}
+
 static void decoder_should_match_every_test_vector(void)
 {
     char path[1024];
@@ -56,7 +90,7 @@ static void decoder_should_match_every_test_vector(void)
     bool parsed = cdc_jparse(&d, text, len, msg, sizeof msg);
     CHECK(parsed, "test_vectors.json: %s", msg);
     int frames = cdc_jget(&d, 0, "frames");
-    int checked = 0, quantized = 0;
+    int checked = 0, quantized = 0, channels = 0;
     for (int v = cdc_jfirst(&d, frames); parsed && v >= 0 && v < (int)d.tok[frames].next; v = cdc_jnext(&d, v)) {
         unsigned char bytes[2048];
         size_t n = unhex(&d, cdc_jget(&d, v, "hex"), bytes, sizeof bytes);
@@ -78,6 +112,13 @@ static void decoder_should_match_every_test_vector(void)
         bool q = false;
         cdc_jbool(&d, cdc_jget(&d, v, "quantized"), &q);
         CHECK(f.quantized == q, "vector %d: quantized flag", checked + 1);
+        uint64_t flags = q ? 1 : 0;
+        cdc_juint(&d, cdc_jget(&d, v, "flags"), 7, &flags);
+        CHECK(f.flags == flags && f.has_velocities == ((flags & 2) != 0) && f.has_normals == ((flags & 4) != 0),
+              "vector %d: flags %u", checked + 1, (unsigned)f.flags);
+        check_channel(&d, v, &f, "velocities", checked + 1);
+        check_channel(&d, v, &f, "normals", checked + 1);
+        channels += (flags & 6) != 0;
         if (q) {
             quantized++;
             float lo[3], hi[3];
@@ -91,6 +132,8 @@ static void decoder_should_match_every_test_vector(void)
             CHECK(clothd_frame_decode(&f, small, 1, &err) == CLOTHD_E_USAGE, "a buffer too small is refused");
         REQUIRE(clothd_frame_decode(&f, out, 16, &err) == CLOTHD_OK, "%s", err.message);
         int orig = cdc_jget(&d, v, "original");
+        if (flags & 6)
+            orig = cdc_jget(&d, orig, "positions");
         int p = cdc_jfirst(&d, pos), o = cdc_jfirst(&d, orig);
         for (uint32_t i = 0; i < f.count; i++, p = cdc_jnext(&d, p)) {
             float want[3], original[3];
@@ -110,7 +153,8 @@ static void decoder_should_match_every_test_vector(void)
         }
         checked++;
     }
-    CHECK(checked == 8 && quantized == 4, "%d vectors (%d quantized) checked", checked, quantized);
+    CHECK(checked == 14 && quantized == 7 && channels == 6, "%d vectors (%d quantized, %d with channels) checked",
+          checked, quantized, channels);
     cdc_jdoc_free(&d);
     free(text);
 }
@@ -141,8 +185,12 @@ static void broken_frames_should_be_refused_with_a_reason(void)
     CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "version"),
           "%s", err.message);
     memcpy(bad, good, sizeof bad);
-    bad[6] = 2; /* an unknown flag */
-    CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL, "flag bit 1");
+    bad[6] = 8; /* an unknown flag */
+    CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "flags"),
+          "flag bit 3");
+    bad[6] = 2; /* velocities announced, none there: the length is wrong */
+    CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "particles"),
+          "%s", err.message);
     CHECK(clothd_frame_parse(NULL, 0, &f, &err) == CLOTHD_E_USAGE);
 }
 

@@ -3,7 +3,8 @@
  * half a quantization step), `every` decimating, the callback, "all"
  * including instances created later, events from another client, a target
  * too small, and a slow reader with a tiny receive buffer that the server
- * skips frames for: it still reads whole frames, in order, up to the last. */
+ * skips frames for: it still reads whole frames, in order, up to the last;
+ * velocities and normals in a target of their own. */
 #include "harness.h"
 
 #include <math.h>
@@ -323,6 +324,83 @@ static void a_slow_reader_should_get_whole_frames_in_order(void)
     clothd_close(fast);
 }
 
+/* Channels: a target with velocity and normal arrays holds what `get`
+ * says, bit for bit in plain frames, within the quantization in quantized
+ * ones; a target without them still gets the positions. */
+static void channels_should_hold_what_get_says(void)
+{
+    seen s;
+    clothd_client *c = connect_seen(0, &s, 0);
+    REQUIRE(c != NULL);
+    clothd_error err;
+    clothd_instance inst = hanging_cloth(c, 6, 5);
+    REQUIRE_OK(clothd_wind(c, inst, (const float[3]){4, 0, 2}, NULL, &err), err); /* it flaps */
+    float pos[3 * 30], vel[3 * 30], nrm[3 * 30];
+    clothd_frame_target t;
+    memset(&t, 0, sizeof t);
+    t.positions = pos;
+    t.velocities = vel;
+    t.normals = nrm;
+    t.capacity = 30;
+    REQUIRE_OK(clothd_set_frame_target(c, inst, &t, &err), err);
+    clothd_subscribe_options so;
+    memset(&so, 0, sizeof so);
+    so.instance = inst;
+    so.channels = CLOTHD_CHANNEL_VELOCITIES | CLOTHD_CHANNEL_NORMALS;
+    REQUIRE_OK(clothd_subscribe(c, &so, NULL, &err), err);
+    step_n(c, inst, 6);
+    POLL_UNTIL(c, t.frame == 6, 3000);
+    REQUIRE(t.frame == 6 && t.has_velocities && t.has_normals, "frame %llu", (unsigned long long)t.frame);
+    clothd_get_options go = {.velocities = true, .normals = true};
+    clothd_instance_state st;
+    REQUIRE_OK(clothd_get(c, inst, &go, &st, &err), err);
+    REQUIRE(st.velocities != NULL && st.normals != NULL && st.particle_count == 30);
+    CHECK(memcmp(st.velocities, vel, sizeof vel) == 0, "plain velocities are exact");
+    CHECK(memcmp(st.normals, nrm, sizeof nrm) == 0, "plain normals are exact");
+    float fastest = 0;
+    for (int i = 0; i < 30; i++) {
+        const float *n = &nrm[3 * i];
+        CHECK(fabs(sqrt((double)n[0] * n[0] + (double)n[1] * n[1] + (double)n[2] * n[2]) - 1.0) < 1e-6,
+              "normal %d is unit", i);
+        fastest = fmaxf(fastest, fabsf(vel[3 * i + 2]));
+    }
+    CHECK(fastest > 0.05f, "the wind moves it (%g m/s)", (double)fastest);
+    clothd_instance_state_free(&st);
+
+    /* Quantized: the same target. */
+    so.quantize = clothd_b(true);
+    REQUIRE_OK(clothd_subscribe(c, &so, NULL, &err), err);
+    step_n(c, inst, 1);
+    POLL_UNTIL(c, t.frame == 7, 3000);
+    REQUIRE(t.frame == 7 && t.quantized && t.has_velocities && t.has_normals);
+    REQUIRE_OK(clothd_get(c, inst, &go, &st, &err), err);
+    for (int k = 0; k < 3; k++) {
+        float lo = 1e9f, hi = -1e9f;
+        for (int i = k; i < 90; i += 3) {
+            lo = fminf(lo, st.velocities[i]);
+            hi = fmaxf(hi, st.velocities[i]);
+        }
+        for (int i = k; i < 90; i += 3) {
+            CHECK(fabs((double)vel[i] - st.velocities[i]) <= ((double)hi - lo) / 65535 / 2 + 1e-6, "velocity %d", i);
+            CHECK(fabs((double)nrm[i] - st.normals[i]) <= 1e-4, "normal %d", i);
+        }
+    }
+    clothd_instance_state_free(&st);
+    /* Positions only again: the channels are not touched any more. */
+    so.channels = 0;
+    so.quantize = clothd_b(false);
+    REQUIRE_OK(clothd_subscribe(c, &so, NULL, &err), err);
+    POLL_UNTIL(c, !t.has_velocities, 3000);
+    CHECK(!t.has_velocities && !t.has_normals && !t.quantized);
+    REQUIRE_OK(clothd_get(c, inst, NULL, &st, &err), err);
+    CHECK(st.velocities == NULL && st.normals == NULL, "not asked for: NULL");
+    clothd_instance_state_free(&st);
+    REQUIRE_OK(clothd_unsubscribe(c, NULL, &err), err);
+    REQUIRE_OK(clothd_set_frame_target(c, inst, NULL, &err), err);
+    REQUIRE_OK(clothd_destroy(c, inst, &err), err);
+    clothd_close(c);
+}
+
 const ct_test ct_subscribe_tests[] = {
     {"subscribe: a target holds what get says; quantize and every", a_target_should_hold_what_get_says, 0},
     {"subscribe: quantized frames within half a step of the state", quantized_frames_should_be_within_half_a_step, 0},
@@ -330,5 +408,6 @@ const ct_test ct_subscribe_tests[] = {
     {"subscribe: wind and debug events reach a subscriber", events_should_reach_a_subscriber, 0},
     {"subscribe: a target too small is left alone", a_target_too_small_should_be_left_alone, 0},
     {"subscribe: a slow reader gets whole frames in order", a_slow_reader_should_get_whole_frames_in_order, 30},
+    {"subscribe: channels hold what get says, plain and quantized", channels_should_hold_what_get_says, 0},
     {NULL, NULL, 0},
 };

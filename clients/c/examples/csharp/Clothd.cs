@@ -130,7 +130,13 @@ namespace Clothd
     }
 
     [StructLayout(LayoutKind.Sequential)]
-    public struct GetOptions { public IntPtr Positions; public UIntPtr Capacity; }
+    public struct GetOptions
+    {
+        public IntPtr Positions;
+        public UIntPtr Capacity;
+        [MarshalAs(UnmanagedType.U1)] public bool Velocities;
+        [MarshalAs(UnmanagedType.U1)] public bool Normals;
+    }
 
     [StructLayout(LayoutKind.Sequential)]
     public struct InstanceState
@@ -154,6 +160,8 @@ namespace Clothd
         [MarshalAs(UnmanagedType.U1)] public bool HasSelfCollision;
         public ulong SelfSearches, SelfPairs, SelfOverflows;
         [MarshalAs(UnmanagedType.U1)] public bool PositionsOwned;
+        public IntPtr Velocities;
+        public IntPtr Normals;
     }
 
     public static class Native

@@ -197,6 +197,14 @@ typedef struct clothd_frame {
     const float *positions;  /* 3*count floats in the target's array, or NULL (no target / too small) */
     const void *payload;     /* the bytes after the 40-byte header */
     size_t payload_size;
+    /* The channels (subscribe's `channels`): flags bit 1 velocities, bit 2
+     * normals, after the positions. */
+    uint16_t flags;               /* the header's flags */
+    bool has_velocities, has_normals;
+    float velocity_min[3];        /* quantized frames with velocities: their box; else zeros */
+    float velocity_max[3];
+    const float *velocities;      /* 3*count floats in the target's velocities, or NULL */
+    const float *normals;         /* 3*count floats in the target's normals, or NULL */
 } clothd_frame;
 
 /* A server event ({"event":...}): "wind" (instance 0: the global wind),
@@ -579,21 +587,34 @@ typedef struct clothd_instance_state {
     bool has_self_collision;       /* selfDistance > 0: the three counters below */
     uint64_t self_searches, self_pairs, self_overflows;
     bool positions_owned_;         /* private */
+    float *velocities;             /* 3*particle_count floats when asked for, else NULL */
+    float *normals;                /* 3*particle_count floats when asked for, else NULL */
 } clothd_instance_state;
 /* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_instance_state_free(clothd_instance_state *s);
 
 /* Where `get` writes positions: the caller's buffer of `capacity`
  * particles (3 floats each), or NULL to have the library allocate. A buffer
- * too small is CLOTHD_E_USAGE. */
+ * too small is CLOTHD_E_USAGE. `velocities` / `normals`: ask for each
+ * particle's velocity (m/s, over the last substep; zero before the first
+ * step and while asleep) and unit normal (area-weighted over the topology's
+ * triangles; cloth: the side of down x right, soft body: outwards; (0,0,0)
+ * without a triangle): clothd_instance_state's velocities and normals,
+ * allocated by the library. */
 typedef struct clothd_get_options {
     float *positions;
     size_t capacity;
+    bool velocities;
+    bool normals;
 } clothd_get_options;
 CLOTHD_API clothd_code clothd_get(clothd_client *c, clothd_instance inst, const clothd_get_options *o,
                                   clothd_instance_state *out, clothd_error *err);
+/* Asks for positions only; clothd_send_get_ex sends o's velocities and
+ * normals too (o may be NULL). */
 CLOTHD_API clothd_code clothd_send_get(clothd_client *c, clothd_instance inst, clothd_ticket *ticket,
                                        clothd_error *err);
+CLOTHD_API clothd_code clothd_send_get_ex(clothd_client *c, clothd_instance inst, const clothd_get_options *o,
+                                          clothd_ticket *ticket, clothd_error *err);
 CLOTHD_API clothd_code clothd_recv_get(clothd_client *c, clothd_ticket ticket, const clothd_get_options *o,
                                        clothd_instance_state *out, clothd_error *err);
 
@@ -606,7 +627,14 @@ typedef struct clothd_subscribe_options {
     size_t instance_count;
     clothd_opt_b quantize;              /* 16-bit frames */
     clothd_opt_i every;                 /* [1, 1000]: every k-th frame */
+    /* What frames carry besides the positions: CLOTHD_CHANNEL_VELOCITIES |
+     * CLOTHD_CHANNEL_NORMALS; 0: not sent (positions only). */
+    uint32_t channels;
 } clothd_subscribe_options;
+
+/* subscribe's channels, the frame flags that announce them. */
+#define CLOTHD_CHANNEL_VELOCITIES 0x2u
+#define CLOTHD_CHANNEL_NORMALS 0x4u
 
 typedef struct clothd_subscribed {
     bool all;                /* {"all":true} */
@@ -833,6 +861,12 @@ typedef struct clothd_frame_target {
     bool quantized;
     uint64_t updates;        /* frames written so far: compare to see a new one */
     uint64_t too_small;
+    /* Optional, the caller's (3*capacity floats each, or NULL): where a
+     * frame's velocities and normals go when it carries them; has_* tell
+     * whether the last frame written did. */
+    float *velocities;
+    float *normals;
+    bool has_velocities, has_normals;
 } clothd_frame_target;
 
 /* Registers (or with t == NULL removes) the target of an instance's frames.
@@ -854,6 +888,14 @@ CLOTHD_API clothd_code clothd_frame_parse(const void *bytes, size_t size, clothd
  * capacity < count. Thread: any. */
 CLOTHD_API clothd_code clothd_frame_decode(const clothd_frame *f, float *out, size_t capacity,
                                            clothd_error *err);
+/* The same for the frame's velocities (quantized: within their box's half
+ * step) and unit normals (quantized: octahedral, within 0.005 degrees;
+ * (0,0,0) for a particle no triangle touches). CLOTHD_E_USAGE when the
+ * frame does not carry them (subscribe with `channels`). Thread: any. */
+CLOTHD_API clothd_code clothd_frame_decode_velocities(const clothd_frame *f, float *out, size_t capacity,
+                                                      clothd_error *err);
+CLOTHD_API clothd_code clothd_frame_decode_normals(const clothd_frame *f, float *out, size_t capacity,
+                                                   clothd_error *err);
 
 #ifdef __cplusplus
 }
