@@ -9,7 +9,8 @@
 // whole viewer read-only.
 //
 //   node server.js [--clothd host:port] [--port N] [--host ADDR] [--quantize]
-//                  [--token-file PATH] [--allow-host NAME]... [--allow-origin ORIGIN]...
+//                  [--channels velocities,normals] [--token-file PATH]
+//                  [--allow-host NAME]... [--allow-origin ORIGIN]...
 
 import http from 'node:http';
 import fs from 'node:fs';
@@ -52,6 +53,9 @@ Relays clothd frames to browsers and serves the live viewer page.
   --port N            HTTP/WebSocket port (default 8080; 0 = any free port)
   --host ADDR         address to serve on (default 127.0.0.1)
   --quantize          ask clothd for 16-bit quantized frames (fewer bytes)
+  --channels LIST     what frames carry besides positions, comma-separated:
+                      velocities (the page can colour by speed), normals (the
+                      page draws clothd's instead of computing them)
   --token-file PATH   authenticate to clothd with the token on the file's first
                       line (default: the environment variable CLOTHD_TOKEN, if set);
                       a read-only token makes the viewer read-only
@@ -67,9 +71,19 @@ localhost/127.0.0.1/[::1] when it listens on loopback); WebSocket connections
 must come from the viewer's own page (Origin). Anything else gets 403.
 `;
 
+// "velocities,normals" -> ['velocities', 'normals'] (positions always come).
+const CHANNELS = ['positions', 'velocities', 'normals'];
+function parseChannels(text) {
+  const list = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const c of list) {
+    if (!CHANNELS.includes(c)) throw new Error(`--channels: unknown channel "${c}" (one of ${CHANNELS.join(', ')})`);
+  }
+  return [...new Set(list)].filter((c) => c !== 'positions');
+}
+
 export function parseArgs(argv) {
   const opts = {
-    clothd: '127.0.0.1:7878', port: 8080, host: '127.0.0.1', quantize: false,
+    clothd: '127.0.0.1:7878', port: 8080, host: '127.0.0.1', quantize: false, channels: [],
     tokenFile: null, allowHosts: [], allowOrigins: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -92,6 +106,7 @@ export function parseArgs(argv) {
       }
       case '--host': opts.host = value(); break;
       case '--quantize': opts.quantize = true; break;
+      case '--channels': opts.channels = parseChannels(value()); break;
       case '--token-file': opts.tokenFile = value(); break;
       case '--allow-host': opts.allowHosts.push(parseAllowHost(value())); break;
       case '--allow-origin': opts.allowOrigins.push(parseAllowOrigin(value())); break;
@@ -268,6 +283,7 @@ export class Viewer {
       type: 'hello',
       clothd: `${this.addr.host}:${this.addr.port}`,
       quantize: this.opts.quantize,
+      channels: this.opts.channels,
       connected: this.connected,
       token: this.token !== null,
       access: this.access,
@@ -450,6 +466,7 @@ export class Viewer {
       const access = await this.#authenticate(conn);
       const sub = { };
       if (this.opts.quantize) sub.quantize = true;
+      if (this.opts.channels.length > 0) sub.channels = ['positions', ...this.opts.channels];
       await conn.request('subscribe', sub);
       const st = await conn.request('status');
       this.version = st.version ?? null;
@@ -666,6 +683,7 @@ async function main() {
   }
   process.stdout.write(`viewer: ${url}\n`);
   console.error(`viewer: relaying clothd ${opts.clothd}${opts.quantize ? ' (quantized frames)' : ''}`
+    + `${opts.channels.length > 0 ? ` with ${opts.channels.join(' and ')}` : ''}`
     + `${opts.token !== null ? ` with the token of ${opts.tokenFile !== null ? opts.tokenFile : 'CLOTHD_TOKEN'}` : ''}`);
   const stop = () => {
     viewer.close().then(() => process.exit(0), () => process.exit(0));

@@ -33,6 +33,8 @@ const state = {
   lastFrame: new Map(), // id -> {frame, time, t}
   selected: null,
   framedOnce: false,
+  channels: [],         // what the relay's frames carry besides positions ('velocities', 'normals')
+  speedColours: false,  // colour by speed (needs the velocities channel)
 };
 
 // Read by the end-to-end test (and handy in the console).
@@ -46,6 +48,12 @@ const hook = {
   instances: [],   // metadata as the server sent it
   topology: {},    // id -> triangle count of the topology received
   meshes: {},      // id -> what is drawn: {type, kind: 'mesh'|'points', source: 'topology'|'grid'|null, triangles, particles}
+  normals: {},     // id -> 'frame' (the frame's normals channel) or 'computed' (from the triangles), as last drawn
+  speeds: {},      // id -> [slowest, fastest] particle speed (m/s) of the last frame with velocities
+  channels: [],    // the relay's frame channels
+  speedColours: false,
+  normalsOf: (id) => Array.from(state.views.get(id)?.normalAttr?.array ?? []),
+  coloursOf: (id) => Array.from(state.views.get(id)?.colourAttr?.array ?? []),
   colours: {},     // id -> '#rrggbb', the instance's colour
   debug: false,
   globalWind: [0, 0, 0],
@@ -115,6 +123,18 @@ function colourOf(id, type) {
 }
 
 const hex = (c) => `#${c.toString(16).padStart(6, '0')}`;
+
+// Speed colours: blue at rest, through cyan, green and yellow, to red at
+// SPEED_MAX m/s and beyond (a fixed scale, so that colours compare across
+// frames and instances).
+const SPEED_MAX = 3;
+const SPEED_RAMP = [[0.13, 0.28, 0.85], [0.1, 0.75, 0.9], [0.2, 0.8, 0.3], [0.95, 0.85, 0.15], [0.9, 0.15, 0.1]];
+function speedColour(speed, out, i) {
+  const t = Math.min(Math.max(speed / SPEED_MAX, 0), 1) * (SPEED_RAMP.length - 1);
+  const k = Math.min(Math.floor(t), SPEED_RAMP.length - 2);
+  const f = t - k;
+  for (let c = 0; c < 3; c++) out[i + c] = SPEED_RAMP[k][c] * (1 - f) + SPEED_RAMP[k + 1][c] * f;
+}
 
 // The fallback when clothd gives no topology: the triangles of a
 // width x height grid, two per quad (tl, bl, tr, tr, bl, br), as clothd's own.
@@ -293,6 +313,13 @@ class InstanceView {
     const positions = new THREE.BufferAttribute(new Float32Array(3 * count), 3);
     positions.setUsage(THREE.DynamicDrawUsage);
     this.positions = positions;
+    // Normals (the frame's, or computed from the triangles), each particle's
+    // velocity when frames carry it, and the speed colours made from it.
+    this.normalAttr = new THREE.BufferAttribute(new Float32Array(3 * count), 3);
+    this.normalAttr.setUsage(THREE.DynamicDrawUsage);
+    this.colourAttr = new THREE.BufferAttribute(new Float32Array(3 * count), 3);
+    this.colourAttr.setUsage(THREE.DynamicDrawUsage);
+    this.velocities = new Float32Array(3 * count);
     const colour = colourOf(this.id, m?.type);
     hook.colours[this.id] = hex(colour);
     const surface = this.#surfaceOf(count);
@@ -300,6 +327,8 @@ class InstanceView {
     if (surface) {
       const geo = new THREE.BufferGeometry();
       geo.setAttribute('position', positions);
+      geo.setAttribute('normal', this.normalAttr);
+      geo.setAttribute('color', this.colourAttr);
       if (surface.uvs) geo.setAttribute('uv', new THREE.BufferAttribute(surface.uvs, 2));
       geo.setIndex(new THREE.BufferAttribute(surface.index, 1));
       this.material = new THREE.MeshStandardMaterial({
@@ -455,9 +484,32 @@ class InstanceView {
   applyFrame(buf) {
     const h = decodeHeader(buf);
     if (h.count !== this.count) this.#buildSurface(h.count);
-    decodeFrame(buf, this.positions.array);
+    const f = decodeFrame(buf, this.positions.array, { velocities: this.velocities, normals: this.normalAttr.array });
     this.positions.needsUpdate = true;
-    if (this.mesh) this.mesh.geometry.computeVertexNormals();
+    if (this.mesh) {
+      // clothd's normals are those of the same triangles, area-weighted,
+      // on the side they wind counter-clockwise: what computeVertexNormals
+      // would make, without making it.
+      if (f.normals) this.normalAttr.needsUpdate = true;
+      else this.mesh.geometry.computeVertexNormals();
+      hook.normals[this.id] = f.normals ? 'frame' : 'computed';
+    }
+    this.hasVelocities = f.velocities !== null;
+    if (f.velocities) {
+      let lo = Infinity;
+      let hi = 0;
+      const v = f.velocities;
+      const c = this.colourAttr.array;
+      for (let i = 0; i < v.length; i += 3) {
+        const s = Math.hypot(v[i], v[i + 1], v[i + 2]);
+        lo = Math.min(lo, s);
+        hi = Math.max(hi, s);
+        speedColour(s, c, i);
+      }
+      this.colourAttr.needsUpdate = true;
+      hook.speeds[this.id] = [lo === Infinity ? 0 : lo, hi];
+    }
+    this.applyColours();
     if (this.frame < 0 && this.count >= 2) {
       // Marker size from the length of an edge (the first two particles
       // without triangles).
@@ -470,6 +522,17 @@ class InstanceView {
     this.frame = h.frame;
     this.time = h.time;
     this.lastBuf = buf;
+  }
+
+  // The instance's own colour, or each particle's speed when asked for and
+  // the frames carry velocities.
+  applyColours() {
+    if (!this.material) return;
+    const bySpeed = state.speedColours && this.hasVelocities === true;
+    if (this.material.vertexColors === bySpeed) return;
+    this.material.vertexColors = bySpeed;
+    this.material.color.set(bySpeed ? 0xffffff : colourOf(this.id, this.meta?.type));
+    this.material.needsUpdate = true;
   }
 
   applyDebug() {
@@ -650,6 +713,7 @@ function onJson(msg) {
     case 'hello':
       state.clothd = msg.clothd;
       state.quantize = msg.quantize;
+      setChannels(msg.channels ?? []);
       setAccess(msg.access ?? null, msg.authError ?? null);
       setConnected(msg.connected, msg);
       setDebug(msg.debug);
@@ -684,6 +748,23 @@ function setConnected(on, info = {}) {
   state.connected = hook.connected = !!on;
   if (info.version) state.version = info.version;
   showConnection();
+}
+
+function setChannels(channels) {
+  state.channels = hook.channels = channels.slice();
+  const can = channels.includes('velocities');
+  $('speed-toggle').disabled = !can;
+  $('speed-note').textContent = can
+    ? `Blue at rest to red at ${SPEED_MAX} m/s and over: each particle's velocity from the frames.`
+    : 'Needs velocities in the frames: start the viewer with --channels velocities.';
+  if (!can) setSpeedColours(false);
+}
+
+function setSpeedColours(on) {
+  state.speedColours = hook.speedColours = !!on && state.channels.includes('velocities');
+  $('speed-toggle').checked = state.speedColours;
+  for (const v of state.views.values()) v.applyColours();
+  markDirty();
 }
 
 function setDebug(on) {
@@ -1040,6 +1121,7 @@ $('debug-toggle').addEventListener('change', (e) => {
   e.target.checked = state.debug; // shows clothd's flag; flips when clothd confirms
   send({ type: 'debug', enabled: want });
 });
+$('speed-toggle').addEventListener('change', (e) => setSpeedColours(e.target.checked));
 $('grid-toggle').addEventListener('change', (e) => {
   grid.visible = e.target.checked;
   markDirty();
@@ -1057,6 +1139,7 @@ window.addEventListener('keydown', (e) => {
     if (readOnly()) showError(READONLY_TIP);
     else send({ type: 'debug', enabled: !state.debug });
   }
+  else if (k === 'v') setSpeedColours(!state.speedColours);
   else if (k === 'escape') select(null);
   else return;
   e.preventDefault();

@@ -1,5 +1,6 @@
 // The page's frame decoder (public/frame.js) against the shared test vectors
-// of protocol/test_vectors.json, and against frames this test encodes.
+// of protocol/test_vectors.json (positions, velocities and normals, plain
+// and quantized), and against frames this test encodes.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,7 +45,7 @@ function encode({ instance = 1, frame = 0, time = 0, positions, quantize = false
   return b;
 }
 
-test('decodes every shared test vector (plain and quantized)', () => {
+test('decodes every shared test vector (plain and quantized, with channels)', () => {
   const vectors = JSON.parse(fs.readFileSync(VECTORS, 'utf8'));
   assert.ok(vectors.frames.length >= 4, 'test vectors present');
   for (const v of vectors.frames) {
@@ -56,11 +57,38 @@ test('decodes every shared test vector (plain and quantized)', () => {
     assert.equal(got.time, want.time, v.note);
     assert.equal(got.count, want.positions.length, v.note);
     assert.equal(got.quantized, !!v.quantized, v.note);
+    assert.equal(got.flags, v.flags ?? (v.quantized ? 1 : 0), v.note);
     want.positions.flat().forEach((p, i) => assert.equal(got.positions[i], f32(p), `${v.note} [${i}]`));
+    for (const name of ['velocities', 'normals']) {
+      if (!want[name]) {
+        assert.equal(got[name], null, `${v.note}: no ${name}`);
+        continue;
+      }
+      want[name].flat().forEach((c, i) => assert.equal(got[name][i], f32(c), `${v.note} ${name}[${i}]`));
+    }
+    if (v.quantized && want.velocityMin) {
+      assert.deepEqual(got.velocityMin, want.velocityMin.map(f32), v.note);
+      assert.deepEqual(got.velocityMax, want.velocityMax.map(f32), v.note);
+    }
     if (v.quantized) {
       assert.deepEqual(got.bboxMin, want.bboxMin.map(f32), v.note);
       assert.deepEqual(got.bboxMax, want.bboxMax.map(f32), v.note);
     }
+  }
+});
+
+test('the channel vectors cover every form, into caller arrays', () => {
+  const vectors = JSON.parse(fs.readFileSync(VECTORS, 'utf8'));
+  const forms = new Set(vectors.frames.map((v) => v.flags ?? (v.quantized ? 1 : 0)));
+  assert.deepEqual([...forms].sort(), [0, 1, 2, 3, 4, 5, 6, 7]);
+  const v = vectors.frames.find((f) => f.flags === 7);
+  const n3 = 3 * v.decoded.positions.length;
+  const into = { velocities: new Float32Array(n3), normals: new Float32Array(n3) };
+  const got = decodeFrame(Buffer.from(v.hex, 'hex'), null, into);
+  assert.equal(got.velocities, into.velocities);
+  assert.equal(got.normals, into.normals);
+  for (let i = 0; i < n3; i += 3) {
+    assert.ok(Math.abs(Math.hypot(got.normals[i], got.normals[i + 1], got.normals[i + 2]) - 1) < 1e-6);
   }
 });
 
@@ -99,7 +127,8 @@ test('rejects bad magic, versions, unknown flags and wrong lengths', () => {
   assert.throws(() => decodeHeader(good.subarray(0, 39)), FrameError);
   assert.throws(() => decodeHeader(bad((b) => { b[1] = 0; })), /magic/);
   assert.throws(() => decodeHeader(bad((b) => b.writeUInt16LE(2, 4))), /version/);
-  assert.throws(() => decodeHeader(bad((b) => b.writeUInt16LE(2, 6))), /flags/);
+  assert.throws(() => decodeHeader(bad((b) => b.writeUInt16LE(8, 6))), /flags/);
+  assert.throws(() => decodeHeader(bad((b) => b.writeUInt16LE(2, 6))), /length/); // velocities flag, none there
   assert.throws(() => decodeHeader(bad((b) => b.writeUInt16LE(1, 6))), /length/); // quantized flag, plain length
   assert.throws(() => decodeHeader(bad((b) => b.writeUInt32LE(3, 32))), /length/);
   assert.throws(() => decodeHeader(good.subarray(0, good.length - 1)), FrameError);

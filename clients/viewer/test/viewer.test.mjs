@@ -227,6 +227,10 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     const frame = (await hook()).frames[cloth];
     await waitRendered(frame);
     first = await shot('1');
+    // No channels asked for (no --channels): normals computed from the
+    // triangles, and no speed colours to offer.
+    assert.equal((await hook()).normals[cloth], 'computed');
+    assert.equal(await page.locator('#speed-toggle').isDisabled(), true);
     const n = clothPixels(first.img);
     const total = first.img.width * first.img.height;
     assert.ok(n > total * 0.02, `cloth-coloured pixels: ${n} of ${total}`);
