@@ -269,8 +269,11 @@ static bool take_frame(reader *r)
         finding("a frame without its magic");
     unsigned version = h[4] | h[5] << 8, flags = h[6] | h[7] << 8;
     uint32_t length = le32(h + 8), count = le32(h + 32);
-    uint64_t want = (flags & 1) ? 64 + 6ull * count : 40 + 12ull * count;
-    if (version != 1 || (flags & ~1u) != 0 || length != want)
+    /* PROTOCOL.md's length rule, written here from the document: positions,
+     * then velocities (bit 1), then normals (bit 2). */
+    const uint64_t xyz = (flags & 1) ? 24 + 6ull * count : 12ull * count;
+    uint64_t want = 40 + xyz + ((flags & 2) ? xyz : 0) + ((flags & 4) ? ((flags & 1) ? 4ull : 12ull) * count : 0);
+    if (version != 1 || (flags & ~7u) != 0 || length != want)
         finding("a bad frame header: version %u, flags %u, length %u for %u particles", version,
                 flags, length, count);
     if (length > MAX_MESSAGE)

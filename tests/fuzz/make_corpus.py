@@ -120,14 +120,20 @@ def main(argv: list[str]) -> int:
     vectors = json.load(open(VECTORS, encoding="utf-8"))
     for frame in vectors.get("frames", []):
         decoded = frame.get("decoded", {})
-        positions = decoded.get("positions") or frame.get("original") or []
+        original = frame.get("original")
+        if isinstance(original, dict):  # a channel vector: positions, velocities, normals
+            original = original.get("positions")
+        positions = decoded.get("positions") or original or []
         n = len(positions)
         if n:
             seeds.append([
                 f'{{"cmd":"create","width":{max(2, n)},"height":2}}',
                 json.dumps({"cmd": "pin", "instance": 1, "particles": list(range(n)), "positions": positions},
                            separators=(",", ":")),
-                '{"cmd":"subscribe","instance":1,"quantize":true}',
+                '{"cmd":"subscribe","instance":1,"quantize":true}'
+                if "flags" not in frame else
+                '{"cmd":"subscribe","instance":1,"quantize":%s,"channels":["velocities","normals"]}'
+                % ("true" if frame.get("quantized") else "false"),
                 '{"cmd":"step","dt":0.016}',
                 '{"cmd":"get","instance":1}',
             ])
