@@ -52,7 +52,7 @@ SERVER_OBJ   := $(call obj,$(SERVER_SRC))
 TEST_OBJ     := $(call obj,$(TEST_SRC))
 CORE_OBJ     := $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(SERVER_OBJ)
 
-.PHONY: all run test check bench deps deps-test deps-bench clean e2e unit
+.PHONY: all run test check bench bench-frames deps deps-test deps-bench clean e2e unit
 
 # Each client folder may bring a fragment, clients/NAME/client.mk, that
 # defines its own targets, appends its test target to CLIENT_TESTS (run by
@@ -245,6 +245,15 @@ bench-garment: $(BUILD)/bench_garment
 	$(BUILD)/bench_garment
 
 .PHONY: bench-garment
+
+# Frames with and without their velocity and normal channels (issue 15):
+# bytes and build cost per form for one 64 x 64 curtain (bench/README.md, 9).
+$(BUILD)/bench_frames: bench/bench_frames.c $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(call obj,server/frames.c)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $^ -o $@ $(LDLIBS)
+
+bench-frames: $(BUILD)/bench_frames
+	./$(BUILD)/bench_frames 64
 
 $(BUILD)/bench_bullet: bench/bench_bullet.cpp
 	@mkdir -p $(dir $@)

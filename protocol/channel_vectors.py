@@ -32,6 +32,13 @@ def short(v):
     return v
 
 
+def c_round(s):
+    """C's round() for s > 0: halves away from zero (floor(s + 0.5) is not
+    the same for the double just below 0.5)."""
+    whole = math.floor(s)
+    return whole + 1 if s - whole >= 0.5 else whole
+
+
 def quantize(v, lo, rng):
     if not (rng > 0) or not math.isfinite(rng):
         return 0
@@ -40,7 +47,7 @@ def quantize(v, lo, rng):
         return 0
     if s >= 65535.0:
         return 65535
-    return int(math.floor(s + 0.5))  # halves away from zero (s > 0)
+    return c_round(s)
 
 
 def boxed(values):
@@ -66,7 +73,7 @@ def oct_axis(v):
         return 0
     if s >= 65535.0:
         return 65535
-    return int(math.floor(s + 0.5))
+    return c_round(s)
 
 
 def oct_encode(n):

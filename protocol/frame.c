@@ -163,6 +163,16 @@ static void get_floats(const uint8_t *p, float *out, uint32_t count)
         out[i] = get_f32(p);
 }
 
+/* C's round() of s in (0, 65535): halves away from zero. The truncation
+ * is s's floor and s - floor(s) is exact, so this is round() bit for bit,
+ * without a libm call per coordinate (a quantized frame has 3 to 6 per
+ * particle). */
+static uint16_t round_positive(double s)
+{
+    const uint32_t whole = (uint32_t)s;
+    return (uint16_t)(whole + (uint32_t)(s - (double)whole >= 0.5)); /* no branch to mispredict */
+}
+
 /* One coordinate to 16 bits within [min, max]; `range` is max - min. */
 static uint16_t quantize(float v, double min, double range)
 {
@@ -173,7 +183,7 @@ static uint16_t quantize(float v, double min, double range)
         return 0;
     if (s >= 65535.0)
         return 65535;
-    return (uint16_t)round(s); /* halves away from zero */
+    return round_positive(s); /* halves away from zero */
 }
 
 /* A box (f32 min[3], max[3]) and then u16 x, y, z per entry: positions and
@@ -229,7 +239,7 @@ static uint16_t octahedral_axis(double v)
         return 0;
     if (s >= 65535.0)
         return 65535;
-    return (uint16_t)round(s);
+    return round_positive(s);
 }
 
 void cd_frame_octahedral_encode(const float n[3], uint16_t out[2])

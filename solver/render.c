@@ -21,14 +21,17 @@
  * nothing (as in the aerodynamic stage); a particle that no triangle with
  * an area touches (a soft body's interior vertex, a collapsed corner) gets
  * (0, 0, 0). */
+#include <math.h>
+
 #include "render.h"
 #include "vec3.h"
 
 uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap)
 {
-    const uint32_t n = cd_render_triangle_count(inst);
+    cd_render_cursor c = cd_render_begin(inst);
+    const uint32_t n = c.left;
     for (uint32_t t = 0; t < n && t < cap; t++)
-        cd_render_triangle(inst, t, &indices[3 * (size_t)t]);
+        cd_render_next(&c, &indices[3 * (size_t)t]);
     return n;
 }
 
@@ -68,10 +71,9 @@ void cd_instance_normals(const cd_instance *inst, float *out)
     const size_t n = 3 * (size_t)inst->particle_count;
     memset(out, 0, n * sizeof(float));
     const float *p = inst->pos;
-    const uint32_t triangles = cd_render_triangle_count(inst);
-    for (uint32_t t = 0; t < triangles; t++) {
-        uint32_t v[3];
-        cd_render_triangle(inst, t, v);
+    cd_render_cursor c = cd_render_begin(inst);
+    uint32_t v[3];
+    while (cd_render_next(&c, v)) {
         const cd_vec3 a = cd_v3_load(&p[3 * (size_t)v[0]]);
         const cd_vec3 nrm = cd_v3_cross(cd_v3_sub(cd_v3_load(&p[3 * (size_t)v[1]]), a),
                                         cd_v3_sub(cd_v3_load(&p[3 * (size_t)v[2]]), a));
@@ -84,6 +86,19 @@ void cd_instance_normals(const cd_instance *inst, float *out)
             o[2] += nrm.z;
         }
     }
-    for (size_t i = 0; i < n; i += 3)
-        cd_v3_store(&out[i], cd_v3_normalize_or(cd_v3_load(&out[i]), cd_v3(0, 0, 0)));
+    /* Divided by the length (not multiplied by its inverse): a flat
+     * grid's normals come out exactly unit along their axis. Positions in
+     * the world box keep the squared sums far from overflow; a sum whose
+     * square underflows to 0 (triangles that cancel) is no normal. */
+    for (size_t i = 0; i < n; i += 3) {
+        const float len2 = out[i] * out[i] + out[i + 1] * out[i + 1] + out[i + 2] * out[i + 2];
+        if (!(len2 > 0.0f)) {
+            out[i] = out[i + 1] = out[i + 2] = 0.0f;
+            continue;
+        }
+        const float len = sqrtf(len2);
+        out[i] /= len;
+        out[i + 1] /= len;
+        out[i + 2] /= len;
+    }
 }
