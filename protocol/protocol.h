@@ -83,12 +83,6 @@ typedef struct cd_frame_options {
     uint16_t channels;
 } cd_frame_options;
 
-/* The frame flags a subscription's frames carry. */
-static inline uint16_t cd_frame_options_flags(const cd_frame_options *opts)
-{
-    return (uint16_t)((opts->quantize ? 0x0001u : 0u) | opts->channels);
-}
-
 #define CD_FRAME_EVERY_MAX 1000u
 
 /* A snapshot's name (save, load): 1..CD_SNAPSHOT_NAME_MAX of A-Z a-z 0-9
@@ -262,6 +256,12 @@ char *cd_status_text(const cd_instance_info *infos, uint32_t count);
 #define CD_FRAME_FLAG_NORMALS 0x0004u
 #define CD_FRAME_FLAGS_KNOWN 0x0007u
 #define CD_FRAME_QUANTIZED_PREFIX 24u /* f32[3] min, f32[3] max after the header */
+
+/* The frame flags a subscription's frames carry: its form. */
+static inline uint16_t cd_frame_options_flags(const cd_frame_options *opts)
+{
+    return (uint16_t)((opts->quantize ? CD_FRAME_FLAG_QUANTIZED : 0u) | opts->channels);
+}
 
 typedef struct cd_frame_header {
     uint16_t version;

@@ -16,9 +16,9 @@
  * them right after the step (no allocation there; the velocities and
  * normals are computed once into arrays allocated with the buffers). At
  * the end the loop thread only hands references to the subscribers'
- * connections, which gather them into one write per wake-up. A subscription that appeared
- * since the start (or a buffer that could not be allocated) is served by
- * encoding on the loop thread, as before.
+ * connections, which gather them into one write per wake-up. A
+ * subscription that appeared since the start (or a buffer that could not
+ * be allocated) is served by encoding on the loop thread, as before.
  *
  * A small batch runs inline: when the work of all its instances (particles
  * x substeps x iterations, summed) is at most CD_INLINE_WORK, the loop
