@@ -17,7 +17,8 @@
  * unit. So a normal points to the side from which its triangles are wound
  * counter-clockwise: for the cloth grid (tl bl tr) down x right of the
  * layout at creation (+z for the defaults right (1,0,0), down (0,-1,0)),
- * for a soft body outwards. A triangle of twice-area 1e-12 m^2 or less adds
+ * for a mesh cloth the side its triangles' winding gives, for a soft body
+ * outwards. A triangle of twice-area 1e-12 m^2 or less adds
  * nothing (as in the aerodynamic stage); a particle that no triangle with
  * an area touches (a soft body's interior vertex, a collapsed corner) gets
  * (0, 0, 0). */

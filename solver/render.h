@@ -1,11 +1,12 @@
 /* The render triangles, defined once (private to the solver).
  *
- * A renderer's triangles are the instance's own list when it has one
- * (inst->triangles: a soft body's surface faces, or any mesh), else the
- * cloth grid's implicit triangulation: two per cell, tl bl tr and tr bl br,
- * cells in row order. `topology` (cd_instance_triangles) and the vertex
- * normals (cd_instance_normals) both walk them with this cursor, so the
- * normals are always those of the triangles a client draws. The cursor
+ * A renderer's triangles are the instance's own list (inst->triangles: a
+ * soft body's surface faces, a mesh cloth's triangles, a tearable or torn
+ * grid's), else, for a plain grid (cd_is_grid), its implicit
+ * triangulation: two per cell, tl bl tr and tr bl br, cells in row order.
+ * `topology` (cd_instance_triangles) and the vertex normals
+ * (cd_instance_normals) both walk them with this cursor, so the normals
+ * are always those of the triangles a client draws. The cursor
  * walks the grid cell by cell (no division per triangle: the normals pass
  * runs after every step that has a subscriber asking for them). */
 #ifndef CLOTHD_SOLVER_RENDER_H
@@ -17,7 +18,7 @@
 #include "internal.h"
 
 typedef struct cd_render_cursor {
-    const uint32_t *list; /* inst->triangles, or NULL: the grid */
+    const uint32_t *list; /* inst->triangles, or NULL: a plain grid */
     uint32_t left;        /* triangles still to come */
     uint32_t width;       /* grid: particles per row */
     uint32_t tl;          /* grid: the current cell's top-left particle */
@@ -27,7 +28,7 @@ typedef struct cd_render_cursor {
 
 static inline uint32_t cd_render_triangle_count(const cd_instance *inst)
 {
-    if (inst->triangles != NULL)
+    if (!cd_is_grid(inst))
         return inst->triangle_count;
     if (inst->width < 2 || inst->height < 2)
         return 0;
@@ -36,7 +37,7 @@ static inline uint32_t cd_render_triangle_count(const cd_instance *inst)
 
 static inline cd_render_cursor cd_render_begin(const cd_instance *inst)
 {
-    return (cd_render_cursor){.list = inst->triangles,
+    return (cd_render_cursor){.list = cd_is_grid(inst) ? NULL : inst->triangles,
                               .left = cd_render_triangle_count(inst),
                               .width = (uint32_t)inst->width};
 }

@@ -390,10 +390,10 @@ uint32_t cd_instance_particle_count(const cd_instance *inst);
 /* 3 floats per particle, particle-index order; valid until the next call
  * that changes the instance. Always finite. */
 const float *cd_instance_positions(const cd_instance *inst);
-/* What a renderer needs once: triangles (3 indices each; cloth: two per grid
- * cell, tl bl tr / tr bl br; soft body: the surface faces, wound
- * counter-clockwise seen from outside). Returns the triangle count and
- * writes up to `cap` triangles. */
+/* What a renderer needs once: triangles (3 indices each; a grid cloth: two
+ * per cell, tl bl tr / tr bl br; a mesh cloth: its own; soft body: the
+ * surface faces, wound counter-clockwise seen from outside). Returns the
+ * triangle count and writes up to `cap` triangles (render.h walks them). */
 uint32_t cd_instance_triangles(const cd_instance *inst, uint32_t *indices, uint32_t cap);
 /* UVs, 2 floats per particle: a grid's are the seed's (u = x / (w - 1),
  * v = y / (h - 1)), a mesh cloth's those it was given. False (and nothing
@@ -413,9 +413,10 @@ cd_vec3 cd_instance_velocity(const cd_instance *inst, uint32_t particle);
 void cd_instance_velocities(const cd_instance *inst, float *out);
 /* Area-weighted unit vertex normals of the render triangles (those of
  * cd_instance_triangles): writes 3 floats per particle into `out`. A normal
- * points to the side from which its triangles are counter-clockwise: for
- * cloth down x right of the layout at creation (+z with the default right
- * and down), for a soft body outwards. A particle no triangle with an area
+ * points to the side from which its triangles are counter-clockwise: for a
+ * grid cloth down x right of the layout at creation (+z with the default
+ * right and down), for a mesh cloth the side its triangles' winding gives,
+ * for a soft body outwards. A particle no triangle with an area
  * touches gets (0, 0, 0). Allocation-free, reads only. */
 void cd_instance_normals(const cd_instance *inst, float *out);
 bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle);

@@ -301,3 +301,61 @@ Test(solver_render, soft_body_normals_point_outwards_and_interior_vertices_have_
     free(surface);
     cd_world_destroy(world);
 }
+
+/* A mesh cloth (a fan of four triangles around a centre, wound
+ * counter-clockwise seen from +y) pinned at its rim points up; and a
+ * tearable grid, torn apart, keeps unit normals over its new topology. */
+Test(solver_render, mesh_and_torn_cloth_normals_follow_their_triangles)
+{
+    cd_world *world = fx_world();
+    const float v[] = {0, 1, 0, 1, 1, 0, 0, 1, -1, -1, 1, 0, 0, 1, 1};
+    const uint32_t t[] = {0, 1, 2, 0, 2, 3, 0, 3, 4, 0, 4, 1};
+    const cd_tri_mesh mesh = {.vertices = v, .vertex_count = 5, .triangles = t, .triangle_count = 4};
+    cd_cloth_def o = cd_default_cloth_def();
+    cd_id id;
+    cd_field_fault fault = {0};
+    cr_assert_eq(cd_world_create_mesh_cloth_ex(world, &mesh, &o, &id, &fault), CD_OK, "%s: %s", fault.field,
+                 fault.reason);
+    cd_instance *fan = cd_world_get(world, id);
+    float n[15];
+    cd_instance_normals(fan, n);
+    for (uint32_t i = 0; i < 5; i++) /* (1,0,0)->(0,0,-1): (b-a)x(c-a) = +y */
+        cr_assert(fabsf(n[3 * i]) < 1e-6f && fabsf(n[3 * i + 1] - 1) < 1e-6f && fabsf(n[3 * i + 2]) < 1e-6f,
+                  "fan vertex %u: %g %g %g", i, (double)n[3 * i], (double)n[3 * i + 1], (double)n[3 * i + 2]);
+
+    /* A strip pulled apart by its two ends tears; its normals are still
+     * those of its (new) triangles. */
+    cd_cloth_def d = cd_default_cloth_def();
+    d.width = 12;
+    d.height = 4;
+    d.tear_strain = 0.05f;
+    d.sleep_threshold = 0.0f;
+    cd_instance *strip = fx_cloth(world, &d);
+    for (uint32_t y = 0; y < 4; y++) {
+        cr_assert_eq(cd_instance_pin(strip, 12 * y, NULL), CD_OK);
+        cr_assert_eq(cd_instance_pin(strip, 12 * y + 11, NULL), CD_OK);
+    }
+    uint32_t torn = 0;
+    for (int step = 0; step < 60; step++) {
+        for (uint32_t y = 0; y < 4; y++) { /* the right end walks away */
+            const cd_vec3 p = {1.1f + 0.02f * (float)step, -0.1f * (float)y, 0};
+            cd_instance_pin(strip, 12 * y + 11, &p);
+        }
+        cd_instance_step(strip, FX_DT, fx_no_wind());
+        torn += cd_world_tear(world, cd_instance_id(strip));
+    }
+    cr_assert_gt(torn, 0u, "the strip tore");
+    const uint32_t count = cd_instance_particle_count(strip);
+    cr_assert_gt(count, 48u);
+    float *nrm = floats_for(strip);
+    double *ref = malloc(sizeof(double) * 3 * count);
+    cr_assert_not_null(ref);
+    cd_instance_normals(strip, nrm);
+    reference_normals(strip, ref);
+    for (uint32_t i = 0; i < count; i++)
+        for (int q = 0; q < 3; q++)
+            cr_assert_leq(fabs(nrm[3 * i + q] - ref[3 * i + q]), 1e-5, "normal %u", i);
+    free(nrm);
+    free(ref);
+    cd_world_destroy(world);
+}
