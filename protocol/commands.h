@@ -85,6 +85,8 @@
     X(RECORD, record, "record", CD_INSTANCE_LIST, CD_TOUCHES_LISTED, CD_ACCESS_WRITE,             \
       CD_PAYLOAD_LIST)                                                                            \
     X(REPLAY, replay, "replay", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_WRITE,            \
+      CD_PAYLOAD_NONE)                                                                            \
+    X(JOURNALS, journals, "journals", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ,       \
       CD_PAYLOAD_NONE)
 
 typedef enum cd_command {

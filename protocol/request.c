@@ -789,6 +789,7 @@ static cd_status parse_replay(const cJSON *obj, const cd_limits *lim, cd_request
 #define parse_skin cd_parse_skin
 #define parse_ping parse_nothing
 #define parse_stats parse_nothing
+#define parse_journals parse_nothing
 
 static cd_status parse_auth(const cJSON *obj, const cd_limits *lim, cd_request *req,
                             cd_error *err)

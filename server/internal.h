@@ -291,8 +291,9 @@ cd_file_status cd_snapshot_file_read(const char *dir, const char *name, uint8_t 
 /* Removes the temporaries a crash left in `dir` (".NAME.cds.SEQ.tmp");
  * how many. */
 uint32_t cd_snapshot_file_clean(const char *dir);
-/* The snapshots' names in `dir`, newest first (malloc'd *names); how many. */
-uint32_t cd_snapshot_file_list(const char *dir, char (**names)[CD_SNAPSHOT_NAME_MAX + 1]);
+/* The names of the files <name><ext> in `dir` (snapshots ".cds", journals
+ * ".cdj"; only valid names), newest first (malloc'd *names); how many. */
+uint32_t cd_data_file_list(const char *dir, const char *ext, char (**names)[CD_SNAPSHOT_NAME_MAX + 1]);
 
 /* ---- snapshots.c: save, load, autosave ---- */
 /* At start: loads the newest valid snapshot of --data-dir (logging what it

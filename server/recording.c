@@ -19,7 +19,10 @@
  * is a pure function of the instance, dt and the global wind, so the
  * replayed positions are the recorded ones bit for bit on the same build
  * and SIMD path. Subscribers receive each replayed frame. The replay holds
- * the loop while it runs (about 0.1 ms a frame of a 32 x 32 cape). */
+ * the loop while it runs (about 0.1 ms a frame of a 32 x 32 cape).
+ *
+ * `journals` lists the journals of --data-dir and the recording in
+ * progress, so that a viewer can offer them (its timeline replays them). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,6 +489,33 @@ cd_dispatch_result cd_cmd_replay(cd_conn *conn, const cd_request *req)
         cJSON_AddStringToObject(reply, "warning", warning);
     }
     cd_snapshot_loaded_free(&loaded);
+    cd_conn_send_reply(conn, reply);
+    return CD_DISPATCH_DONE;
+}
+
+/* ---- journals ---------------------------------------------------------------- */
+
+cd_dispatch_result cd_cmd_journals(cd_conn *conn, const cd_request *req)
+{
+    if (!require_data_dir(conn, req))
+        return CD_DISPATCH_DONE;
+    cd_server *server = conn->server;
+    char(*names)[CD_SNAPSHOT_NAME_MAX + 1] = NULL;
+    const uint32_t count = cd_data_file_list(server->opts.data_dir, ".cdj", &names);
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "journals");
+    for (uint32_t i = 0; i < count; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(names[i]));
+    free(names);
+    const cd_recording *r = server->recording;
+    if (r == NULL) {
+        cJSON_AddNullToObject(reply, "recording");
+    } else {
+        cJSON *rec = cJSON_AddObjectToObject(reply, "recording");
+        cJSON_AddStringToObject(rec, "name", r->name);
+        cJSON_AddNumberToObject(rec, "frames", (double)r->frames);
+        cJSON_AddNumberToObject(rec, "bytes", (double)(r->bytes + 16));
+    }
     cd_conn_send_reply(conn, reply);
     return CD_DISPATCH_DONE;
 }

@@ -162,8 +162,9 @@ static int newest_first(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-uint32_t cd_snapshot_file_list(const char *dir, char (**names)[CD_SNAPSHOT_NAME_MAX + 1])
+uint32_t cd_data_file_list(const char *dir, const char *ext, char (**names)[CD_SNAPSHOT_NAME_MAX + 1])
 {
+    const size_t ext_len = strlen(ext);
     *names = NULL;
     DIR *d = opendir(dir);
     if (d == NULL)
@@ -172,12 +173,12 @@ uint32_t cd_snapshot_file_list(const char *dir, char (**names)[CD_SNAPSHOT_NAME_
     uint32_t count = 0, cap = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         const size_t n = strlen(e->d_name);
-        if (n <= strlen(EXT) || strcmp(e->d_name + n - strlen(EXT), EXT) != 0)
+        if (n <= ext_len || strcmp(e->d_name + n - ext_len, ext) != 0)
             continue;
         candidate c = {0};
-        if (n - strlen(EXT) > CD_SNAPSHOT_NAME_MAX)
+        if (n - ext_len > CD_SNAPSHOT_NAME_MAX)
             continue;
-        memcpy(c.name, e->d_name, n - strlen(EXT));
+        memcpy(c.name, e->d_name, n - ext_len);
         struct stat st;
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);

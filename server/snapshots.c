@@ -356,7 +356,7 @@ static void load_newest(cd_server *server)
         cd_log_end(&server->log);
     }
     char(*names)[CD_SNAPSHOT_NAME_MAX + 1] = NULL;
-    const uint32_t count = cd_snapshot_file_list(server->opts.data_dir, &names);
+    const uint32_t count = cd_data_file_list(server->opts.data_dir, ".cds", &names);
     for (uint32_t i = 0; i < count; i++) {
         uint8_t *data = NULL;
         size_t len = 0;

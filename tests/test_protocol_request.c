@@ -291,7 +291,8 @@ Test(protocol_request, stats_should_parse_with_nothing_but_the_envelope)
 Test(protocol_request, read_only_commands_are_exactly_the_listed_ones)
 {
     static const char *const read_only[] = {"ping",      "status",      "get",  "topology",
-                                            "subscribe", "unsubscribe", "auth", "stats"};
+                                            "subscribe", "unsubscribe", "auth", "stats",
+                                            "journals"};
     for (int i = 0; i < CD_CMD_COUNT; i++) {
         bool listed = false;
         for (size_t k = 0; k < sizeof read_only / sizeof read_only[0]; k++)

@@ -1364,6 +1364,12 @@ class Client:
         was recorded by another build or SIMD path."""
         return self.request("replay", name=name, to=to)
 
+    def journals(self) -> Dict[str, Any]:
+        """The journals of the server's ``--data-dir``: ``journals`` (names,
+        newest first) and ``recording`` (``name``, ``frames``, ``bytes`` of
+        the recording in progress, or None)."""
+        return self.request("journals")
+
     def status(self) -> Dict[str, Any]:
         """The server's status reply: ``instances`` (summaries), ``workers``,
         ``globalWind``, ``version``, ``debug`` and ``text`` (the seed's

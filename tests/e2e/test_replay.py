@@ -158,6 +158,46 @@ class ReplayTest(unittest.TestCase):
             c.request("record", stop=True)
 
 
+class JournalsTest(unittest.TestCase):
+    """`journals`: the journals of --data-dir, newest first, and the
+    recording in progress with its frames so far."""
+
+    def test_journals_should_list_the_files_and_the_recording_in_progress(self):
+        d = tempfile.mkdtemp(prefix="clothd-journals-")
+        self.addCleanup(shutil.rmtree, d, True)
+        srv = fresh_server(self, "--data-dir", d)
+        with srv.client() as c:
+            empty = c.journals()
+            self.assertEqual((empty["journals"], empty["recording"]), ([], None))
+            a = c.create_cloth(5, 5)
+            c.record("first", instances=[a])
+            for _ in range(3):
+                c.step()
+            c.stop_recording()
+            time.sleep(0.02)  # distinct modification times: newest first
+            c.record("second", instances=[a])
+            for _ in range(7):
+                c.step()
+            open(os.path.join(d, "not-a-journal.cds"), "wb").close()
+            open(os.path.join(d, ".hidden.cdj"), "wb").close()  # not a valid name: not listed
+            now = c.journals()
+            self.assertEqual(now["journals"], ["second", "first"])
+            self.assertEqual(now["recording"]["name"], "second")
+            self.assertEqual(now["recording"]["frames"], 7)
+            self.assertEqual(now["recording"]["bytes"], os.path.getsize(os.path.join(d, "second.cdj")))
+            # The recording in progress replays as far as it goes.
+            r = c.replay("second")
+            self.assertEqual((r["frames"], r["complete"]), (7, False))
+            c.stop_recording()
+            self.assertIsNone(c.journals()["recording"])
+        bare = fresh_server(self)
+        with bare.client() as c:
+            with self.assertRaises(ClothdError) as ctx:
+                c.journals()
+            self.assertEqual(ctx.exception.code, "invalid_argument")
+            self.assertIn("without --data-dir", str(ctx.exception))
+
+
 def recorded_frame0(recorded, iid):
     return min(f for (i, f) in recorded if i == iid)
 
