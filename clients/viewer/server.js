@@ -4,7 +4,8 @@
 // metadata (instances, colliders, pins, wind, sleeping, debug flag, global
 // wind) and each instance's render topology (triangles, read once) beside them.
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
-// Only its own page may drive it (Host and Origin rules, lib/access.js);
+// With clothd's --data-dir, a timeline replays a recorded journal to any
+// frame (lib/timeline.js). Only its own page may drive it (Host and Origin rules, lib/access.js);
 // with a token it authenticates to clothd, and a read-only token makes the
 // whole viewer read-only.
 //
@@ -20,6 +21,7 @@ import { createRequire } from 'node:module';
 import { WebSocketServer } from 'ws';
 import { ClothdConnection, loadToken, parseAddress } from './lib/clothd.js';
 import { AccessPolicy, openStatic, parseAllowHost, parseAllowOrigin, staticFile } from './lib/access.js';
+import { Timeline } from './lib/timeline.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PUBLIC = path.join(HERE, 'public');
@@ -171,6 +173,14 @@ export class Viewer {
     this.refreshing = null;
     this.refreshAgain = false;
     this.lastMetaJson = '';
+    this.timeline = new Timeline({
+      request: (cmd, fields) => this.#request(cmd, fields),
+      broadcast: (obj) => this.#broadcastJson(obj),
+      send: (client, obj) => this.#sendJson(client, obj),
+      latest: (id) => this.latest.get(id),
+      refresh: () => this.refresh(),
+      flush: () => { for (const c of this.clients) this.#pump(c); },
+    });
   }
 
   // ---- HTTP + WebSocket -------------------------------------------------
@@ -293,6 +303,7 @@ export class Viewer {
       debug: this.debug,
       globalWind: this.globalWind,
       instances: this.#instanceList(),
+      timeline: this.timeline.state(),
     };
   }
 
@@ -369,6 +380,12 @@ export class Viewer {
       this.#setDebug(reply.enabled);
     } else if (msg.type === 'refresh') {
       await this.refresh({ force: true });
+    } else if (msg.type === 'timeline') {
+      // Listing journals reads; opening one replays it into new instances.
+      if (this.access === 'readonly' && msg.action !== 'list') {
+        throw new Error(`read-only: ${READONLY_TEXT} (the timeline replays into new instances)`);
+      }
+      await this.timeline.onMessage(client, msg);
     }
   }
 
@@ -402,11 +419,13 @@ export class Viewer {
   #relayFrame(frame) {
     const id = frame.readUInt32LE(12);
     this.latest.set(id, frame);
+    // A replay steps through many frames: pages get the newest (flush()).
+    const hold = this.timeline.replaying;
     for (const c of this.clients) {
       // An unsent older frame of this instance is replaced, never queued.
       if (c.pending.delete(id)) c.skipped++; // delete first: keeps insertion order fair across instances
       c.pending.set(id, frame);
-      this.#pump(c);
+      if (!hold) this.#pump(c);
     }
     if (!this.meta.has(id)) this.refresh().catch(() => {});
   }
@@ -455,6 +474,7 @@ export class Viewer {
       this.connected = false;
       this.access = null;
       clearInterval(this.pollTimer);
+      this.timeline.forget();
       if (was) {
         this.log(`viewer: lost clothd ${this.opts.clothd}; retrying every ${RETRY_MS / 1000} s`);
         this.#broadcastConnection();

@@ -4,6 +4,7 @@
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { decodeFrame, decodeHeader } from './frame.js';
+import { createTimeline } from './timeline.js';
 
 // ---- state and test hook ---------------------------------------------------
 
@@ -62,6 +63,8 @@ const hook = {
   decodeErrors: 0,
 };
 window.__clothd = hook;
+// The positions drawn of an instance (a copy), for the tests.
+hook.positions = (id) => Array.from(state.views.get(id)?.positions?.array ?? []);
 
 const $ = (id) => document.getElementById(id);
 
@@ -119,7 +122,8 @@ resize();
 
 function colourOf(id, type) {
   const p = PALETTES[type] ?? PALETTES.cloth;
-  return p[((id & 0xffff) - 1 + p.length) % p.length];
+  const slot = colourAliases.get(id) ?? id; // a replayed instance wears its recorded one's colour
+  return p[((slot & 0xffff) - 1 + p.length) % p.length];
 }
 
 const hex = (c) => `#${c.toString(16).padStart(6, '0')}`;
@@ -719,10 +723,17 @@ function onJson(msg) {
       setDebug(msg.debug);
       setGlobalWind(msg.globalWind);
       syncInstances(msg.instances ?? []);
+      timeline.onMessage(msg.timeline);
+      timeline.relist();
       break;
     case 'connection':
       setAccess(msg.access ?? null, msg.authError ?? null);
       setConnected(msg.connected, msg);
+      if (msg.connected) timeline.relist();
+      break;
+    case 'timeline':
+    case 'journals':
+      timeline.onMessage(msg);
       break;
     case 'instances':
       syncInstances(msg.instances);
@@ -743,6 +754,21 @@ function onJson(msg) {
       break;
   }
 }
+
+// ---- timeline (timeline.js): a journal replayed to any frame -----------------
+
+// Instances the timeline hides: the recorded originals of the replay shown;
+// each replayed instance is drawn in its original's colour (aliases: id ->
+// recorded id), so that playing does not flicker through the palette.
+let hiddenIds = new Set();
+let colourAliases = new Map();
+function setHidden(ids, aliases = new Map()) {
+  hiddenIds = ids;
+  colourAliases = aliases;
+  for (const [id, v] of state.views) v.group.visible = !ids.has(id);
+  markDirty();
+}
+const timeline = createTimeline({ send, hook, setHidden });
 
 function setConnected(on, info = {}) {
   state.connected = hook.connected = !!on;
@@ -790,6 +816,7 @@ function syncInstances(list) {
     state.meta.set(m.instance, m);
     let v = state.views.get(m.instance);
     if (!v) state.views.set(m.instance, (v = new InstanceView(m.instance)));
+    v.group.visible = !hiddenIds.has(m.instance);
     v.setMeta(m);
   }
   for (const id of [...state.meta.keys()]) {
