@@ -162,8 +162,9 @@ typedef struct cd_request {
             char name[CD_SNAPSHOT_NAME_MAX + 1];
             bool stop;
         } record;
-        /* replay up to `to` frames (all without it) */
-        struct { char name[CD_SNAPSHOT_NAME_MAX + 1]; bool has_to; uint64_t to; } replay;
+        /* replay up to `to` frames (all without it); `enabled` false leaves
+         * the replayed instances disabled */
+        struct { char name[CD_SNAPSHOT_NAME_MAX + 1]; bool has_to; uint64_t to; bool enabled; } replay;
         /* the options given (merge with cd_cloth_def_merge) */
         struct { cd_cloth_def def; uint64_t present; cd_paint_request paint; } set;
         /* 3 floats per point, owned; normals NULL when not given */

@@ -771,6 +771,10 @@ static cd_status parse_replay(const cJSON *obj, const cd_limits *lim, cd_request
     cd_status st = read_snapshot_name(obj, req->as.replay.name, err);
     if (st != CD_OK)
         return st;
+    const cJSON *enabled = cd_json_member(obj, "enabled");
+    req->as.replay.enabled = true;
+    if (enabled && (st = cd_json_bool(enabled, "enabled", &req->as.replay.enabled, err)) != CD_OK)
+        return st;
     const cJSON *to = cd_json_member(obj, "to");
     req->as.replay.has_to = to != NULL;
     if (to == NULL)

@@ -460,6 +460,13 @@ cd_dispatch_result cd_cmd_replay(cd_conn *conn, const cd_request *req)
         }
     }
     free(data);
+    /* Held where the replay left them: no step moves them until enabled
+     * (a viewer's timeline shows this frame while others step everything). */
+    for (uint32_t i = 0; i < rs.count && !req->as.replay.enabled; i++) {
+        cd_instance *inst = cd_world_get(server->world, rs.to[i]);
+        if (inst != NULL)
+            cd_instance_set_enabled(inst, false);
+    }
     if (cd_log_begin(&server->log, CD_LOG_INFO, "replayed")) {
         cd_log_str(&server->log, "name", name);
         cd_log_uint(&server->log, "instances", rs.count);

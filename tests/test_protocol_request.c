@@ -1318,3 +1318,23 @@ Test(protocol_request, create_and_set_refuse_an_unknown_member_naming_the_neares
     parse_ok("{\"cmd\":\"status\",\"verbose\":true}", &req);
     cd_request_free(&req);
 }
+
+Test(protocol_request, replay_reads_to_and_enabled)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"replay\",\"name\":\"s\"}", &req);
+    cr_assert_str_eq(req.as.replay.name, "s");
+    cr_assert_not(req.as.replay.has_to);
+    cr_assert(req.as.replay.enabled, "replayed instances are enabled unless asked");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"replay\",\"name\":\"s\",\"to\":61,\"enabled\":false}", &req);
+    cr_assert(req.as.replay.has_to);
+    cr_assert_eq(req.as.replay.to, 61);
+    cr_assert_not(req.as.replay.enabled);
+    cd_request_free(&req);
+    expect_failure("{\"cmd\":\"replay\",\"name\":\"s\",\"enabled\":0}", NULL, CD_E_INVALID_ARGUMENT, "enabled",
+                   false);
+    parse_ok("{\"cmd\":\"journals\"}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_JOURNALS);
+    cd_request_free(&req);
+}

@@ -1356,13 +1356,14 @@ class Client:
         ``records``, ``bytes``)."""
         return self.request("record", stop=True)
 
-    def replay(self, name: str, to: Optional[int] = None) -> Dict[str, Any]:
+    def replay(self, name: str, to: Optional[int] = None, *, enabled: bool = True) -> Dict[str, Any]:
         """Rebuilds the journal's instances under new ids at frame ``to``
-        (all of it without), bit for bit. Returns the reply: ``instances``
+        (all of it without), bit for bit; ``enabled=False`` leaves them
+        disabled (held at that frame while others step). Returns the reply: ``instances``
         (new ids), ``recorded`` (their recorded ids, same order),
         ``frames``, ``journalFrames``, ``complete``, and ``warning`` when it
         was recorded by another build or SIMD path."""
-        return self.request("replay", name=name, to=to)
+        return self.request("replay", name=name, to=to, enabled=None if enabled else False)
 
     def journals(self) -> Dict[str, Any]:
         """The journals of the server's ``--data-dir``: ``journals`` (names,

@@ -190,6 +190,14 @@ class JournalsTest(unittest.TestCase):
             self.assertEqual((r["frames"], r["complete"]), (7, False))
             c.stop_recording()
             self.assertIsNone(c.journals()["recording"])
+            # "enabled": false holds the replayed instances at their frame:
+            # a step of every instance leaves them where they are.
+            held = c.request("replay", name="second", to=4, enabled=False)["instances"][0]
+            before = c.request("get", instance=held)
+            self.assertFalse(before["enabled"])
+            c.step()
+            after = c.request("get", instance=held)
+            self.assertEqual((after["frame"], after["positions"]), (before["frame"], before["positions"]))
         bare = fresh_server(self)
         with bare.client() as c:
             with self.assertRaises(ClothdError) as ctx:

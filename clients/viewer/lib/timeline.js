@@ -6,8 +6,8 @@
 // clothd sends their frames to the relay like any instance's: the pages
 // draw them as they draw every instance. Each replay replaces the previous
 // one (its instances are destroyed once the new ones stand), and the new
-// ones are disabled at once, so that a client stepping every instance does
-// not carry them past the frame shown. A replay always starts from the
+// ones are left disabled (`"enabled":false`), so that a client stepping
+// every instance does not carry them past the frame shown. A replay always starts from the
 // journal's snapshot (the only one it holds), so going back one frame costs
 // as much as going there from the start: about 0.1 ms a frame of a 32 x 32
 // cape on clothd's loop.
@@ -232,7 +232,7 @@ export class Timeline {
     this.replays++;
     this.replaying = true;
     try {
-      r = await this.host.request('replay', { name, to });
+      r = await this.host.request('replay', { name, to, enabled: false });
     } catch (err) {
       this.error = `replay "${name}" to frame ${to}: ${err.message}`;
       this.target = this.frame; // nothing else to try until a page asks
@@ -242,8 +242,6 @@ export class Timeline {
       this.host.flush();
     }
     const old = this.instances;
-    // Frozen where it stands: a client's step of every instance skips them.
-    await Promise.all(r.instances.map((id) => this.host.request('enable', { instance: id, enabled: false }).catch(() => {})));
     if (this.name !== name) {        // closed meanwhile
       await this.#destroy(r.instances);
       return;
