@@ -92,10 +92,10 @@ export class Timeline {
         try {
           r = await this.host.request('journals', {});
         } catch (err) {
-          this.host.send(client, { type: 'journals', journals: [], recording: null, error: err.message });
+          this.host.send(client, { type: 'journals', available: false, journals: [], recording: null, error: err.message });
           return;
         }
-        this.host.send(client, { type: 'journals', journals: r.journals ?? [], recording: r.recording ?? null });
+        this.host.send(client, { type: 'journals', available: true, journals: r.journals ?? [], recording: r.recording ?? null });
         return;
       }
       case 'open':

@@ -6,7 +6,8 @@
 // the timeline stands. Scrubbing sends every position the slider passes:
 // the relay keeps only the newest while a replay runs.
 //
-// createTimeline({send, hook, setHidden}) builds the bar in #viewport and
+// createTimeline({send, hook, setHidden}) builds the bar in #viewport (shown
+// once clothd lists journals: it runs with --data-dir) and
 // returns onMessage(msg) for the relay's 'timeline' and 'journals'
 // messages. setHidden(ids, aliases) is told which instances to hide while
 // a journal is open (the recorded originals, which may still be live where
@@ -35,7 +36,8 @@ export function createTimeline({ send, hook, setHidden }) {
   const readout = el('span', { id: 'tl-readout', className: 'tl-readout', textContent: '' });
   const controls = el('div', { className: 'tl-controls', hidden: true }, [back, play, fwd, scrub, readout]);
   const note = el('span', { id: 'tl-note', className: 'tl-note' });
-  const bar = el('div', { id: 'timeline', className: 'timeline' }, [
+  // Hidden until clothd lists journals (it has a --data-dir).
+  const bar = el('div', { id: 'timeline', className: 'timeline', hidden: true }, [
     el('span', { className: 'tl-title', textContent: 'Timeline' }), select, list, open, close, controls, note,
   ]);
   document.getElementById('viewport').append(bar);
@@ -86,7 +88,8 @@ export function createTimeline({ send, hook, setHidden }) {
     else if (names.length > 0) select.value = names[0];
     note.textContent = msg.error ?? (names.length === 0 ? 'no journals in clothd\'s --data-dir' : '');
     open.disabled = names.length === 0;
-    hook.timeline = { ...hook.timeline, journals: names, recording: msg.recording ?? null };
+    bar.hidden = !msg.available && !tl.open;
+    hook.timeline = { ...hook.timeline, available: !!msg.available, journals: names, recording: msg.recording ?? null };
   }
 
   function showState(msg) {

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, openSocket, sleep, startClothd, startViewer, stop, waitFor,
 } from './harness.js';
 
 const W = 20;
@@ -132,6 +132,7 @@ describe('the timeline in headless Chromium', { timeout: 120000 }, () => {
     const [h, id] = await assertPositionsAt(60);
     assert.equal(h.colours[id], h.colours[curtain], 'drawn in the recorded curtain\'s colour');
     const replays = h.timeline.replays - before;
+    console.log(`# 30 slider positions: ${replays} replay(s)`);
     assert.ok(replays >= 1 && replays < 30, `30 slider positions took ${replays} replays (only the newest matters)`);
     await sleep(300);
     await page.screenshot({ path: path.join(ARTIFACTS, 'timeline-scrubbed.png') });
@@ -217,6 +218,41 @@ describe('the timeline in headless Chromium', { timeout: 120000 }, () => {
     assert.ok(got.every((v, i) => Object.is(v, want[i])), 'the live journal replays the recorded bits');
     await driver.request('record', { stop: true });
     await page.click('#tl-close');
+  });
+
+  it('lists but does not open a journal through a read-only relay', async () => {
+    const ro = fs.mkdtempSync(path.join(os.tmpdir(), 'clothd-timeline-ro-'));
+    fs.copyFileSync(path.join(dir, 'curtain.cdj'), path.join(ro, 'curtain.cdj'));
+    fs.writeFileSync(path.join(ro, 'full.token'), `full-${'f'.repeat(20)}\n`, { mode: 0o600 });
+    fs.writeFileSync(path.join(ro, 'ro.token'), `readonly-${'r'.repeat(20)}\n`, { mode: 0o600 });
+    const server = await startClothd(0, ['--data-dir', ro, '--token-file', path.join(ro, 'full.token'),
+      '--readonly-token-file', path.join(ro, 'ro.token')]);
+    const relay = await startViewer(server.port, ['--token-file', path.join(ro, 'ro.token')]);
+    try {
+      const s = await waitFor('the relay connected', async () => {
+        const o = await openSocket(relay.port, { origin: relay.origin });
+        if (o.hello.connected) return o;
+        o.ws.close();
+        return null;
+      });
+      const got = [];
+      s.ws.on('message', (data, isBinary) => { if (!isBinary) got.push(JSON.parse(data.toString('utf8'))); });
+      s.ws.send(JSON.stringify({ type: 'timeline', action: 'list' }));
+      s.ws.send(JSON.stringify({ type: 'timeline', action: 'open', name: 'curtain' }));
+      await waitFor('the list and the refusal', () => got.some((m) => m.type === 'journals') && got.some((m) => m.type === 'error'));
+      s.ws.close();
+      const list = got.find((m) => m.type === 'journals');
+      assert.deepEqual([list.available, list.journals], [true, ['curtain']]);
+      assert.match(got.find((m) => m.type === 'error').message, /^read-only: .*the timeline replays into new instances/);
+      const check = await ClothdConnection.connect('127.0.0.1', server.port);
+      await check.request('auth', { token: `full-${'f'.repeat(20)}` });
+      assert.deepEqual((await check.request('status')).instances, [], 'nothing replayed');
+      check.close();
+    } finally {
+      await stop(relay.child);
+      await stop(server.child);
+      fs.rmSync(ro, { recursive: true, force: true });
+    }
   });
 
   it('raised no page errors', () => {
