@@ -213,16 +213,18 @@ export class Timeline {
     if (this.busy) return this.busy;
     if (!force && this.target === this.frame) return Promise.resolve();
     const name = this.name;
-    this.busy = (async () => {
+    const loop = (async () => {
       let again = force;
       while (this.name === name && (again || this.target !== this.frame)) {
         again = false;
         await this.#replayOnce(name, this.target);
       }
     })().finally(() => {
+      if (this.busy !== loop) return; // forgotten meanwhile: another loop may run
       this.busy = null;
       this.#broadcast();
     });
+    this.busy = loop;
     this.#broadcast(); // pending
     return this.busy;
   }

@@ -70,6 +70,8 @@ export function createTimeline({ send, hook, setHidden }) {
   window.addEventListener('keydown', (e) => {
     if (!tl.open || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.target instanceof HTMLInputElement && e.target !== scrub) return;
+    // A focused button or list takes its own keys (space clicks the button).
+    if (e.target instanceof HTMLButtonElement || e.target instanceof HTMLSelectElement) return;
     if (e.key === 'ArrowLeft') act('step', { by: -1 });
     else if (e.key === 'ArrowRight') act('step', { by: 1 });
     else if (e.key === ' ') act(tl.playing ? 'pause' : 'play');
