@@ -5,8 +5,8 @@
 // wind) and each instance's render topology (triangles, read once) beside them.
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
 // With clothd's --data-dir, a timeline replays a recorded journal to any
-// frame (lib/timeline.js). Only its own page may drive it (Host and Origin rules, lib/access.js);
-// with a token it authenticates to clothd, and a read-only token makes the
+// frame (lib/timeline.js). Only its own page may drive it (Host and Origin
+// rules, lib/access.js); with a token it authenticates to clothd, and a read-only token makes the
 // whole viewer read-only.
 //
 //   node server.js [--clothd host:port] [--port N] [--host ADDR] [--quantize]

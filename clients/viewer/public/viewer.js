@@ -55,6 +55,7 @@ const hook = {
   speedColours: false,
   normalsOf: (id) => Array.from(state.views.get(id)?.normalAttr?.array ?? []),
   coloursOf: (id) => Array.from(state.views.get(id)?.colourAttr?.array ?? []),
+  positions: (id) => Array.from(state.views.get(id)?.positions?.array ?? []),
   colours: {},     // id -> '#rrggbb', the instance's colour
   debug: false,
   globalWind: [0, 0, 0],
@@ -63,8 +64,6 @@ const hook = {
   decodeErrors: 0,
 };
 window.__clothd = hook;
-// The positions drawn of an instance (a copy), for the tests.
-hook.positions = (id) => Array.from(state.views.get(id)?.positions?.array ?? []);
 
 const $ = (id) => document.getElementById(id);
 
