@@ -264,6 +264,7 @@ bench: deps-bench
 	python3 bench/run.py --build $(BUILD)
 	@$(MAKE) --no-print-directory bench-server
 	@$(MAKE) --no-print-directory bench-garment
+	@$(MAKE) --no-print-directory bench-lod
 
 # Through the real server (issue 8): 64 awake capes of 32x32 stepped over TCP
 # with 0 and 4 subscribers reading every frame, and the server CPU of a tiny
@@ -274,6 +275,15 @@ bench-server: $(BUILD)/clothd
 	python3 bench/bench_server.py --build $(BUILD) $(BENCH_SERVER_FLAGS)
 
 .PHONY: bench-server
+
+# Levels of detail and the step budget (issue 15): what each level costs and
+# how it looks (bench_clothd's `lod`), then 64 capes through the real server
+# with a budget of half their full-detail time (bench/bench_lod.py;
+# bench/README.md, sections 10 and 11). About two minutes.
+bench-lod: $(BUILD)/clothd $(BUILD)/bench_clothd
+	python3 bench/bench_lod.py --build $(BUILD) $(BENCH_LOD_FLAGS)
+
+.PHONY: bench-lod
 
 # ---- install ---------------------------------------------------------------
 # clothd, clothctl (a wrapper running clients/python/clothctl.py from

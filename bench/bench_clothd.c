@@ -82,6 +82,12 @@
  *   aerosample PATH CALLS    CALLS calls of the stage on the SIMD path PATH
  *                            ("scalar" or "avx2"; the process's path is
  *                            restored after)                 -> AERO_SAMPLE
+ * Levels of detail (issue 15):
+ *   lod N ITERS SUBSTEPS STEPS WIND
+ *                            one N x N cape per level (3 cm spacing, top
+ *                            row pinned, WIND 1: the capes' aero wind),
+ *                            STEPS steps in turn: CPU µs per step, strain
+ *                            and shape against level 0              -> LOD
  *   quit
  * Errors: `ERROR {"message":...}` and exit code 1. A determinism mismatch is
  * reported in WORKERS with "identical":false; the run goes on and exits 1.
@@ -1070,6 +1076,82 @@ static int cmd_aerosample(bench_state *st, const char *path, int calls)
 /* ---- driver ----------------------------------------------------------- */
 
 /* Returns 0 to go on, 1 on error, 2 on quit. */
+
+/* ---- levels of detail (issue 15) ------------------------------------------ */
+
+/* The capes of bench_server.py: N x N at 3 cm, ITERS iterations (SUBSTEPS
+ * substeps, 0: automatic), clothd's defaults otherwise, top row pinned,
+ * sleeping off; with WIND the capes' (3, 0, 1.5) m/s aero wind, without
+ * it released from horizontal to swing down and settle. One twin
+ * per level, stepped in turn, STEPS steps: each level's CPU µs per step
+ * (median of 10 chunks), its max strain at the end and after each chunk
+ * but the first (mean and peak), and its shape against
+ * level 0's: the largest and the RMS distance between a particle and its
+ * level-0 twin, over the cape's span. */
+static int cmd_lod(bench_state *st, int n, int iters, int substeps, int steps, int wind)
+{
+    enum { CHUNKS = 10 };
+    cd_instance *twins[CD_LOD_LEVELS];
+    double cpu[CD_LOD_LEVELS][CHUNKS];
+    double strain_sum[CD_LOD_LEVELS] = {0}, strain_peak[CD_LOD_LEVELS] = {0};
+    for (int k = 0; k < CD_LOD_LEVELS; k++) {
+        cd_cloth_def def = depth_curtain(n);
+        def.spacing = 0.03f;
+        def.solver_iterations = iters;
+        def.substeps = substeps;
+        def.lod = k;
+        if (!wind)
+            def.down = (cd_vec3){0.0f, 0.0f, 1.0f}; /* released from horizontal */
+        if ((twins[k] = pinned_curtain(st->world, &def)) == NULL)
+            return 1;
+    }
+    const cd_vec3 air = wind ? (cd_vec3){AERO_WIND_X, 0.0f, 1.5f} : (cd_vec3){0, 0, 0};
+    const int chunk = steps / CHUNKS > 0 ? steps / CHUNKS : 1;
+    bool ok = true;
+    for (int c = 0; c < CHUNKS; c++) {
+        for (int k = 0; k < CD_LOD_LEVELS; k++) {
+            const double c0 = thread_cpu_seconds();
+            for (int i = 0; i < chunk; i++)
+                ok = !cd_instance_step(twins[k], BENCH_DT, air).unstable && ok;
+            cpu[k][c] = (thread_cpu_seconds() - c0) * 1e6 / chunk;
+            if (c > 0) { /* after the first chunk: the strain it swings at */
+                const double strain = cd_instance_max_structural_strain(twins[k]);
+                strain_sum[k] += strain;
+                strain_peak[k] = strain > strain_peak[k] ? strain : strain_peak[k];
+            }
+        }
+    }
+    const float *full = cd_instance_positions(twins[0]);
+    const uint32_t count = cd_instance_particle_count(twins[0]);
+    const double span = 0.03 * (n - 1);
+    for (int k = 0; k < CD_LOD_LEVELS; k++) {
+        const float *p = cd_instance_positions(twins[k]);
+        double worst = 0.0, sum2 = 0.0;
+        for (uint32_t i = 0; i < count; i++) {
+            const double dx = p[3 * i] - full[3 * i], dy = p[3 * i + 1] - full[3 * i + 1],
+                         dz = p[3 * i + 2] - full[3 * i + 2];
+            const double d2 = dx * dx + dy * dy + dz * dz;
+            sum2 += d2;
+            worst = d2 > worst ? d2 : worst;
+        }
+        int32_t s, it;
+        const cd_cloth_def def = cd_instance_def(twins[k]);
+        cd_lod_counts(&def, BENCH_DT, k, &s, &it);
+        emit("LOD",
+             "{\"engine\":\"clothd\",\"n\":%d,\"wind\":%d,\"steps\":%d,\"level\":%d,"
+             "\"substeps\":%d,\"iters\":%d,\"frame_interval\":%u,\"cpu_us\":%.2f,"
+             "\"strain\":%.6f,\"strain_mean\":%.6f,\"strain_peak\":%.6f,"
+             "\"shape_max_pct\":%.3f,\"shape_rms_pct\":%.3f}",
+             n, wind, steps, k, s, it, cd_lod_frame_interval(k), median(cpu[k], CHUNKS),
+             (double)cd_instance_max_structural_strain(twins[k]), strain_sum[k] / (CHUNKS - 1),
+             strain_peak[k], 100.0 * sqrt(worst) / span,
+             100.0 * sqrt(sum2 / count) / span);
+    }
+    for (int k = 0; k < CD_LOD_LEVELS; k++)
+        cd_world_destroy_instance(st->world, cd_instance_id(twins[k]));
+    return ok ? 0 : fail("lod: the instability guard fired");
+}
+
 static int run_command(bench_state *st, const char *line)
 {
     char cmd[32];
@@ -1158,6 +1240,11 @@ static int run_command(bench_state *st, const char *line)
         if (got != 3 || a < 0 || a > 1000 || b < 1)
             return fail("softbody: expected VOL_PERMILLE STEPS");
         return cmd_softbody(st, a, b);
+    }
+    if (strcmp(cmd, "lod") == 0) {
+        if (got != 6 || a < 2 || a > 1024 || b < 1 || b > 256 || c < 0 || c > 64 || d < 1)
+            return fail("lod: expected N ITERS SUBSTEPS STEPS WIND");
+        return cmd_lod(st, a, b, c, d, e);
     }
     if (strcmp(cmd, "quit") == 0)
         return 2;

@@ -96,6 +96,9 @@ typedef struct cd_get_options {
     bool velocities, normals;
 } cd_get_options;
 
+/* step's budgetMs (and --step-budget-ms) at most: a minute. */
+#define CD_STEP_BUDGET_MAX_MS 60000
+
 /* The longest token `auth` takes (and a token file may hold). */
 #define CD_TOKEN_MAX 1024u
 
@@ -146,7 +149,9 @@ typedef struct cd_request {
         struct { bool enabled; } enable;
         /* step, subscribe and unsubscribe (which has no options) begin
          * with their list: see cd_request_instances */
-        struct { cd_id_list instances; float dt; } step;
+        /* budget_ms: the soft time budget, 0 none; has_budget false: the
+         * server's default (--step-budget-ms) */
+        struct { cd_id_list instances; float dt; bool has_budget; float budget_ms; } step;
         struct { cd_id_list instances; cd_frame_options options; } subscribe;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
         cd_get_options get;

@@ -617,6 +617,13 @@ static cd_status parse_step(const cJSON *obj, const cd_limits *lim, cd_request *
     cd_status st;
     if (dt && (st = cd_json_float(dt, "dt", &dt_range, &req->as.step.dt, err)) != CD_OK)
         return st;
+    static const cd_float_range budget_range = {
+        .min = 0, .max = CD_STEP_BUDGET_MAX_MS, .has_min = true, .has_max = true};
+    const cJSON *budget = cd_json_member(obj, "budgetMs");
+    req->as.step.has_budget = budget != NULL;
+    if (budget && (st = cd_json_float(budget, "budgetMs", &budget_range,
+                                      &req->as.step.budget_ms, err)) != CD_OK)
+        return st;
     return read_instance_list(obj, lim, req, &req->as.step.instances, err);
 }
 

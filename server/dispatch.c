@@ -503,8 +503,9 @@ cd_dispatch_result cd_cmd_step(cd_conn *conn, const cd_request *req)
         cJSON_AddArrayToObject(reply, "unstable");
         cd_conn_send_reply(conn, reply);
     } else {
-        cd_recording_step(conn->server, ids, enabled, req->as.step.dt);
-        r = cd_stepper_start(conn, req->id, req->as.step.dt, ids, enabled);
+        const float budget = req->as.step.has_budget ? req->as.step.budget_ms
+                                                     : (float)conn->server->opts.step_budget_ms;
+        r = cd_stepper_start(conn, req->id, req->as.step.dt, budget, ids, enabled);
     }
     free(ids);
     return r;

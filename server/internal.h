@@ -4,6 +4,7 @@
  *   dispatch.c one request -> one reply (or a step batch)
  *   queries.c  the read-only requests: get, topology, status
  *   stepper.c  step batches on the worker pool, completion, frame fan-out
+ *   budget.c   the step budget's plan: levels of detail from predicted costs
  *   frames.c   reference-counted encoded frames
  *   metrics.c  counters, the log lines of events, `stats`, Prometheus text
  *   health.c   the HTTP ports: /healthz, /readyz, /metrics
@@ -334,8 +335,11 @@ cd_journal_next cd_journal_record(const uint8_t *data, size_t len, size_t *at, c
 bool cd_recording_wants_lines(const cd_server *server);
 /* A request about to run: journaled when it changes a recorded instance. */
 void cd_recording_command(cd_server *server, const cd_request *req);
-/* A step of `ids` starting: journaled for the recorded ones among them. */
-void cd_recording_step(cd_server *server, const cd_id *ids, uint32_t count, float dt);
+/* A step of `ids` starting: journaled for the recorded ones among them,
+ * with `levels`, the level of detail each steps at (NULL, out of memory:
+ * the journal ends). */
+void cd_recording_step(cd_server *server, const cd_id *ids, const int32_t *levels, uint32_t count,
+                       float dt);
 /* Stopping (or a load replacing the world): the journal is closed with its
  * STOP record. */
 void cd_recording_shutdown(cd_server *server);
@@ -350,8 +354,9 @@ bool cd_auth_allows(cd_conn *conn, const cd_request *req);
 
 /* ---- stepper.c ---- */
 /* Starts a step of `ids` (all exist, none busy, count > 0). */
+/* budget_ms: the soft time budget (budget.c), 0 for none. */
 cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt,
-                                    const cd_id *ids, uint32_t count);
+                                    float budget_ms, const cd_id *ids, uint32_t count);
 /* Drains the pool's finished jobs (called on the loop thread). */
 void cd_stepper_drain(cd_server *server);
 /* On a worker, in the pool's notify after a step job is queued as done:
@@ -383,6 +388,9 @@ void cd_metrics_sent(cd_conn *conn, cd_write_kind kind, size_t bytes, uint32_t f
 void cd_metrics_frame_skipped(cd_conn *conn);
 /* A client that does not read its replies is closed (--max-output). */
 void cd_metrics_output_limit(cd_conn *conn, size_t queued);
+/* A step batch with a time budget of `budget_ms` took `actual_ms` and
+ * stepped `degraded` instances below their own level of detail. */
+void cd_metrics_budget(cd_server *server, double budget_ms, double actual_ms, uint32_t degraded);
 /* A step batch of `instances` started at `started_ns` (uv_hrtime) has
  * finished; `conn` is its requester (NULL when it has gone). */
 void cd_metrics_step(cd_server *server, const cd_conn *conn, uint64_t started_ns,

@@ -313,6 +313,14 @@ static double step_rate(const cd_server *server)
     return (double)steps / (double)seconds;
 }
 
+void cd_metrics_budget(cd_server *server, double budget_ms, double actual_ms, uint32_t degraded)
+{
+    cd_metrics *m = &server->metrics;
+    m->budget_steps++;
+    m->budget_overruns += actual_ms > budget_ms;
+    m->degraded_instance_steps += degraded;
+}
+
 void cd_metrics_step(cd_server *server, const cd_conn *conn, uint64_t started_ns, uint32_t instances)
 {
     cd_metrics *m = &server->metrics;
@@ -416,6 +424,10 @@ cd_dispatch_result cd_cmd_stats(cd_conn *conn, const cd_request *req)
     cJSON_AddNumberToObject(steps, "total", (double)m->steps);
     cJSON_AddNumberToObject(steps, "instanceSteps", (double)m->instance_steps);
     cJSON_AddNumberToObject(steps, "slow", (double)m->slow_steps);
+    cJSON *budget = cJSON_AddObjectToObject(steps, "budget");
+    cJSON_AddNumberToObject(budget, "steps", (double)m->budget_steps);
+    cJSON_AddNumberToObject(budget, "overruns", (double)m->budget_overruns);
+    cJSON_AddNumberToObject(budget, "degradedInstances", (double)m->degraded_instance_steps);
     cJSON_AddNumberToObject(steps, "perSecond", round(step_rate(server) * 100.0) / 100.0);
     cJSON *dur = cJSON_AddObjectToObject(steps, "durationSeconds");
     cJSON_AddNumberToObject(dur, "count", (double)m->steps);
@@ -528,6 +540,13 @@ char *cd_metrics_prometheus(cd_server *server, size_t *len)
            (double)m->instance_steps);
     sample(&t, "clothd_slow_steps_total", "counter", "Steps slower than --slow-step-ms.",
            (double)m->slow_steps);
+    sample(&t, "clothd_budget_steps_total", "counter", "Steps with a time budget (budgetMs).",
+           (double)m->budget_steps);
+    sample(&t, "clothd_budget_overruns_total", "counter",
+           "Steps with a time budget that took longer than it.", (double)m->budget_overruns);
+    sample(&t, "clothd_degraded_instance_steps_total", "counter",
+           "Instances a step's budget stepped below their own level of detail.",
+           (double)m->degraded_instance_steps);
     family(&t, "clothd_step_duration_seconds", "histogram",
            "Time from a step request's start to its reply, in seconds.");
     uint64_t cumulative = 0;

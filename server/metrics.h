@@ -34,6 +34,9 @@ typedef struct cd_metrics {
     uint64_t steps;                    /* step batches finished */
     uint64_t instance_steps;           /* instances stepped by them */
     uint64_t slow_steps;               /* batches over --slow-step-ms */
+    uint64_t budget_steps;             /* batches with a time budget */
+    uint64_t budget_overruns;          /* of those, slower than their budget */
+    uint64_t degraded_instance_steps;  /* instances the budget stepped below their level */
     uint64_t step_buckets[CD_STEP_BUCKET_COUNT + 1]; /* per bucket (not cumulative); last: +Inf */
     double step_seconds;               /* their durations' sum */
     uint64_t sent_bytes[CD_WRITE_KINDS]; /* bytes whose write completed */

@@ -7,11 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../protocol/protocol.h"
 #include "../solver/solver.h"
+#include "budget.h"
 #include "log.h"
 #include "pool.h"
 #include "server.h"
 
+#define CD_STR_(x) #x
+#define CD_STR(x) CD_STR_(x)
 #define CD_MAX_LINE_LIMIT (256u * 1024u * 1024u)
 #define CD_MAX_PARTICLES_LIMIT (16u * 1024u * 1024u)
 
@@ -41,6 +45,8 @@ cd_server_options cd_default_server_options(void)
         .log_level = CD_LOG_INFO,
         .log_format = CD_LOG_TEXT,
         .slow_step_ms = 50,
+        .step_budget_ms = 0,
+        .step_cost_ps = CD_STEP_COST_PS_DEFAULT,
         .health_port = -1,
         .metrics_port = -1,
     };
@@ -112,6 +118,11 @@ static const flag_spec flags[] = {
      "text (default) or json: one object per line on stderr"},
     {"--slow-step-ms", "MS", FLAG_U32, OPT(slow_step_ms), 0, 0, 3600000,
      "log a step slower than this at warn (default 50, 0 = never)"},
+    {"--step-budget-ms", "MS", FLAG_U32, OPT(step_budget_ms), 0, 0, CD_STEP_BUDGET_MAX_MS,
+     "soft time budget of a step that gives no budgetMs (default 0 = none)"},
+    {"--step-cost-ps", "PS", FLAG_U32, OPT(step_cost_ps), 0, 1, 1000000000,
+     "predicted step time per cost unit in picoseconds (default " CD_STR(CD_STEP_COST_PS_DEFAULT)
+     ")"},
     {"--health-port", "N", FLAG_INT, OPT(health_port), 0, 0, 65535,
      "serve HTTP GET /healthz and /readyz on this port (default off, 0 = ephemeral)"},
     {"--metrics-port", "N", FLAG_INT, OPT(metrics_port), 0, 0, 65535,

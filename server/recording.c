@@ -6,7 +6,8 @@
  * build and the SIMD path), then the loop appends, in the order the loop
  * applies them: every request that changes a recorded instance (its line
  * as the client sent it, COMMAND) and every step of recorded instances
- * (the instances, dt and the global wind the step got, STEP); a binary
+ * (the instances, dt, the global wind the step got and the level of
+ * detail each ran at, the budget's decisions, STEP); a binary
  * request (skin, bulk pin) is kept as its bytes. Commands of
  * an instance never run while it is being stepped (they are deferred), so
  * the journal's order is each instance's order. A request that failed is
@@ -157,7 +158,8 @@ void cd_recording_command(cd_server *server, const cd_request *req)
     free(body);
 }
 
-void cd_recording_step(cd_server *server, const cd_id *ids, uint32_t count, float dt)
+void cd_recording_step(cd_server *server, const cd_id *ids, const int32_t *levels, uint32_t count,
+                       float dt)
 {
     cd_recording *r = server->recording;
     if (r == NULL)
@@ -167,7 +169,11 @@ void cd_recording_step(cd_server *server, const cd_id *ids, uint32_t count, floa
         hits += recorded(r, ids[i]);
     if (hits == 0)
         return;
-    const size_t len = 8 + 4 + 12 + 4 + 4 * (size_t)hits;
+    if (levels == NULL) {
+        append(server, REC_STOP, NULL, 0); /* cannot keep the journal whole */
+        return;
+    }
+    const size_t len = 8 + 4 + 12 + 4 + 5 * (size_t)hits;
     uint8_t *body = malloc(len);
     if (body == NULL) {
         append(server, REC_STOP, NULL, 0);
@@ -180,11 +186,12 @@ void cd_recording_step(cd_server *server, const cd_id *ids, uint32_t count, floa
     put_f32(body + 16, wind.y);
     put_f32(body + 20, wind.z);
     put_u32(body + 24, hits);
-    uint8_t *p = body + 28;
+    uint8_t *p = body + 28, *level = body + 28 + 4 * (size_t)hits;
     for (uint32_t i = 0; i < count; i++)
         if (recorded(r, ids[i])) {
             put_u32(p, ids[i]);
             p += 4;
+            *level++ = (uint8_t)levels[i]; /* the level it steps at (the budget's choice) */
         }
     r->frames++;
     append(server, REC_STEP, body, len);
@@ -358,12 +365,15 @@ static void replay_step(replay_state *rs, const uint8_t *body, size_t len)
     const float dt = get_f32(body + 8);
     const cd_vec3 wind = {get_f32(body + 12), get_f32(body + 16), get_f32(body + 20)};
     const uint32_t n = get_u32(body + 24);
+    /* The levels of detail the steps ran at follow the ids (a record
+     * written before them has none: each instance's own level). */
+    const uint8_t *levels = len >= 28 + 5 * (size_t)n ? body + 28 + 4 * (size_t)n : NULL;
     cd_server *server = rs->server;
     for (uint32_t i = 0; i < n && 28 + 4 * (size_t)i + 4 <= len; i++) {
         cd_instance *inst = cd_world_get(server->world, replayed_id(rs, get_u32(body + 28 + 4 * i)));
         if (inst == NULL)
             continue;
-        cd_step_result res = cd_instance_step(inst, dt, wind);
+        cd_step_result res = cd_instance_step_lod(inst, dt, wind, levels ? levels[i] : 0);
         if (res.sleeping || res.unstable)
             continue;
         /* As a step batch finishes (stepper.c): the frame of the step, then

@@ -30,6 +30,8 @@ typedef struct cd_server_options {
     int log_level;          /* cd_log_level (server/log.h): error, warn, info, debug */
     int log_format;         /* cd_log_format: text or json */
     uint32_t slow_step_ms;  /* a step batch slower than this is logged at warn; 0: never */
+    uint32_t step_budget_ms; /* a step's soft time budget when it gives no budgetMs; 0: none */
+    uint32_t step_cost_ps;   /* predicted batch wall time per cost unit, picoseconds */
     int health_port;        /* HTTP /healthz and /readyz; -1: off, 0: ephemeral */
     int metrics_port;       /* HTTP /metrics (Prometheus); -1: off; may equal health_port */
     char http_bind[64];     /* address of the HTTP ports; "": the --bind address */

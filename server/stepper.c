@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "internal.h"
 
 /* Work (particles x substeps x iterations) up to which a batch is stepped
@@ -61,6 +62,7 @@ typedef struct cd_step_job {
     cd_vec3 global_wind; /* snapshot: the global wind may change mid-step */
     cd_step_result result;
     uint32_t torn; /* vertices split after the step (tearing) */
+    int32_t base, level; /* the instance's own level of detail; the one to step at */
     cd_batch *batch;
     /* [flags]: prepared by the loop thread, filled by the worker after the
      * step (when it moved); NULL when no subscriber wants that form. */
@@ -80,6 +82,9 @@ struct cd_batch {
     char id_int[16]; /* id_text of an integer id (no allocation) */
     cd_batch *next;
     uint64_t started; /* uv_hrtime() at the start, for clothd_step_duration_seconds */
+    float budget_ms;  /* the soft budget; 0: none */
+    double actual_ms; /* from the start to the reply, set when it finishes */
+    uint64_t planned; /* the plan's predicted cost units (budget.c) */
     uint32_t count;     /* instances: jobs[0, count) step them */
     uint32_t job_count; /* with the helper jobs after them */
     uint32_t pending;
@@ -87,6 +92,7 @@ struct cd_batch {
 };
 
 static void finish_batch(cd_server *server, cd_batch *batch);
+static void free_batch(cd_batch *batch);
 
 /* The batch of the job this worker thread ran last, for the notify that the
  * pool makes right after queuing it as done. */
@@ -100,7 +106,7 @@ static void run_step_job(cd_job *job)
         cd_instance_help_step(sj->inst, sj->help_ticket);
         return;
     }
-    sj->result = cd_instance_step(sj->inst, sj->dt, sj->global_wind);
+    sj->result = cd_instance_step_lod(sj->inst, sj->dt, sj->global_wind, sj->level);
     if (sj->result.unstable || sj->result.sleeping)
         return; /* nothing moved: no frame is sent */
     cd_frame_channels_compute(&sj->channels, sj->inst);
@@ -117,6 +123,8 @@ static void prepare_frames(cd_server *server, cd_step_job *sj)
     const uint64_t next = info.frame + 1; /* the frame this step reaches */
     bool want[CD_FRAME_FORMS] = {false};
     uint16_t channels = 0;
+    if (next % cd_lod_frame_interval(sj->level) != 0)
+        return; /* a coarse level sends fewer frames */
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
         const cd_frame_options *opts = cd_conn_subscription(conn, sj->id);
         if (opts != NULL && next % opts->every == 0) {
@@ -131,12 +139,15 @@ static void prepare_frames(cd_server *server, cd_step_job *sj)
             sj->forms[f] = cd_frame_buf_alloc(sj->id, info.particles, (uint16_t)f);
 }
 
-/* What one step of `inst` asks for: particles x substeps x iterations. */
-static uint64_t step_work(const cd_instance *inst, float dt)
+/* What one step of `inst` at `level` asks for: particles x substeps x
+ * iterations. */
+static uint64_t step_work(const cd_instance *inst, float dt, int32_t level)
 {
     const cd_cloth_def def = cd_instance_def(inst);
-    return (uint64_t)cd_instance_particle_count(inst) * (uint64_t)cd_substeps_for(&def, dt) *
-           (uint64_t)def.solver_iterations;
+    int32_t substeps, iterations;
+    cd_lod_counts(&def, dt, level, &substeps, &iterations);
+    return (uint64_t)cd_instance_particle_count(inst) * (uint64_t)substeps *
+           (uint64_t)iterations;
 }
 
 /* The request's id as cJSON prints it in a reply: an integer as "%d" into
@@ -166,8 +177,66 @@ static void job_done_here(cd_server *server, cd_batch *batch)
         uv_async_send(&server->wake);
 }
 
+/* Each job's level of detail: the one its step will run at
+ * (cd_instance_step_level: its own, or one finer than its last step's),
+ * lowered by the budget when one applies (budget.c), so that the frames
+ * prepared and the inline decision see the step's real level. False on
+ * out of memory. */
+static bool plan_levels(cd_server *server, cd_batch *batch)
+{
+    for (uint32_t i = 0; i < batch->count; i++) {
+        cd_step_job *sj = &batch->jobs[i];
+        sj->base = cd_instance_def(sj->inst).lod;
+        sj->level = cd_instance_step_level(sj->inst, sj->base);
+    }
+    if (!(batch->budget_ms > 0.0f))
+        return true;
+    cd_budget_item *items = malloc(batch->count * sizeof *items);
+    cd_budget_rank *ranks = malloc(batch->count * sizeof *ranks);
+    if (items == NULL || ranks == NULL) {
+        free(items);
+        free(ranks);
+        return false;
+    }
+    for (uint32_t i = 0; i < batch->count; i++) {
+        const cd_step_job *sj = &batch->jobs[i];
+        items[i].priority = cd_instance_def(sj->inst).priority;
+        items[i].base = sj->level; /* the finest it can run at now */
+        for (int32_t k = 0; k < CD_LOD_LEVELS; k++)
+            items[i].cost[k] = cd_instance_step_cost(sj->inst, sj->dt, k);
+    }
+    const uint64_t budget = cd_budget_ms_to_units(
+        (double)batch->budget_ms * CD_BUDGET_TARGET_PCT / 100.0, server->opts.step_cost_ps);
+    batch->planned = cd_budget_plan(items, batch->count, budget, CD_BUDGET_FLOOR, ranks);
+    for (uint32_t i = 0; i < batch->count; i++)
+        batch->jobs[i].level = items[i].level;
+    free(items);
+    free(ranks);
+    return true;
+}
+
+/* A recording journals the step with the level each instance steps at
+ * (recording.c): the budget's decisions are recorded, so that a replay
+ * reproduces them whatever its own batches would plan. */
+static void record_step(cd_server *server, const cd_batch *batch, const cd_id *ids, float dt)
+{
+    if (server->recording == NULL)
+        return;
+    int32_t small[64];
+    int32_t *levels = batch->count <= 64 ? small : malloc(batch->count * sizeof *levels);
+    if (levels == NULL) {
+        cd_recording_step(server, ids, NULL, batch->count, dt); /* ends the journal */
+        return;
+    }
+    for (uint32_t i = 0; i < batch->count; i++)
+        levels[i] = batch->jobs[i].level;
+    cd_recording_step(server, ids, levels, batch->count, dt);
+    if (levels != small)
+        free(levels);
+}
+
 cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt,
-                                    const cd_id *ids, uint32_t count)
+                                    float budget_ms, const cd_id *ids, uint32_t count)
 {
     cd_server *server = conn->server;
     /* A large instance's step is helped by the pool's other workers. */
@@ -186,6 +255,7 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
     batch->server = server;
     batch->conn = conn;
     batch->started = uv_hrtime();
+    batch->budget_ms = budget_ms;
     batch->id_text = req_id ? print_id(req_id, batch->id_int) : NULL;
     if (req_id != NULL && batch->id_text == NULL) {
         free(batch);
@@ -210,9 +280,24 @@ cd_dispatch_result cd_stepper_start(cd_conn *conn, const cJSON *req_id, float dt
         sj->global_wind = wind;
         sj->batch = batch;
         cd_server_set_busy(server, ids[i], true);
+    }
+    if (!plan_levels(server, batch)) {
+        for (uint32_t i = 0; i < count; i++)
+            cd_server_set_busy(server, ids[i], false);
+        server->batches = batch->next;
+        conn->own_batch = NULL;
+        free_batch(batch);
+        cd_error err;
+        cd_fail(&err, CD_E_INTERNAL, "step: out of memory");
+        cd_conn_send_error(conn, req_id, &err);
+        return CD_DISPATCH_DONE;
+    }
+    record_step(server, batch, ids, dt);
+    for (uint32_t i = 0; i < count; i++) {
+        cd_step_job *sj = &batch->jobs[i];
         prepare_frames(server, sj);
         if (work <= CD_INLINE_WORK)
-            work += step_work(sj->inst, dt);
+            work += step_work(sj->inst, dt, sj->level);
     }
     const bool inline_batch = work <= CD_INLINE_WORK;
     uint32_t helper = count;
@@ -267,7 +352,8 @@ static void fan_out(cd_server *server, cd_step_job *sj)
     cd_instance_get_info(sj->inst, &info);
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
         const cd_frame_options *opts = cd_conn_subscription(conn, info.id);
-        if (opts == NULL || info.frame % opts->every != 0)
+        if (opts == NULL || info.frame % opts->every != 0 ||
+            info.frame % cd_lod_frame_interval(sj->result.lod) != 0)
             continue;
         const uint16_t flags = cd_frame_options_flags(opts);
         cd_frame_buf **frame = &forms[flags];
@@ -456,8 +542,56 @@ static void line_torn(cd_line *line, const cd_batch *batch)
         LINE_LITERAL(line, "]");
 }
 
+/* The budget stepped it below its own level (and it moved). */
+static bool is_degraded(const cd_step_job *sj)
+{
+    return !sj->result.unstable && !sj->result.sleeping && sj->result.lod > sj->base;
+}
+
+/* Milliseconds to 6 significant digits (a float's own digits would print
+ * a budget of 0.05 as 0.0500000007). */
+static void line_ms(cd_line *line, double ms)
+{
+    char text[32];
+    int n = snprintf(text, sizeof text, "%.6g", isfinite(ms) ? ms : 0.0);
+    if (n > 0 && (size_t)n < sizeof text)
+        line_put(line, text, (size_t)n);
+}
+
+/* With a budget: "budgetMs", "predictedMs" (the plan's cost at
+ * --step-cost-ps), "actualMs" (from the start of the batch to now, wall
+ * time) and "degraded": the instances the budget stepped at a coarser
+ * level than their own, with that level. */
+static void line_budget(cd_line *line, const cd_batch *batch)
+{
+    const cd_server *server = batch->server;
+    LINE_LITERAL(line, ",\"budgetMs\":");
+    line_ms(line, batch->budget_ms);
+    LINE_LITERAL(line, ",\"predictedMs\":");
+    line_ms(line, cd_budget_units_to_ms(batch->planned, server->opts.step_cost_ps));
+    LINE_LITERAL(line, ",\"actualMs\":");
+    line_ms(line, batch->actual_ms);
+    LINE_LITERAL(line, ",\"degraded\":[");
+    bool first = true;
+    for (uint32_t i = 0; i < batch->count; i++) {
+        const cd_step_job *sj = &batch->jobs[i];
+        if (!is_degraded(sj))
+            continue;
+        if (!first)
+            LINE_LITERAL(line, ",");
+        LINE_LITERAL(line, "{\"instance\":");
+        line_uint(line, sj->id);
+        LINE_LITERAL(line, ",\"lod\":");
+        line_uint(line, (uint64_t)sj->result.lod);
+        LINE_LITERAL(line, "}");
+        first = false;
+    }
+    LINE_LITERAL(line, "]");
+}
+
 /* {"id":…,"ok":true,"unstable":[…],"sleeping":[…],"stepped":N,"impulses":[…]}
- * and its newline: the members in the order the cJSON version printed. */
+ * and its newline: the members in the order the cJSON version printed; then
+ * the budget's when one applied. */
 static char *step_reply(const cd_batch *batch, size_t *len)
 {
     cd_line line = {.text = malloc(256), .cap = 256};
@@ -482,6 +616,8 @@ static char *step_reply(const cd_batch *batch, size_t *len)
     LINE_LITERAL(&line, ",\"impulses\":");
     line_impulses(&line, batch);
     line_torn(&line, batch);
+    if (batch->budget_ms > 0.0f)
+        line_budget(&line, batch);
     LINE_LITERAL(&line, "}\n");
     if (line.failed) {
         free(line.text);
@@ -501,6 +637,13 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     for (uint32_t i = 0; i < batch->count; i++)
         if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
             batch->jobs[i].torn = cd_world_tear(server->world, batch->jobs[i].id);
+    batch->actual_ms = (double)(uv_hrtime() - batch->started) * 1e-6;
+    if (batch->budget_ms > 0.0f) {
+        uint32_t degraded = 0;
+        for (uint32_t i = 0; i < batch->count; i++)
+            degraded += is_degraded(&batch->jobs[i]);
+        cd_metrics_budget(server, batch->budget_ms, batch->actual_ms, degraded);
+    }
     cd_conn *conn = batch->conn;
     if (conn != NULL) {
         size_t len = 0;

@@ -241,6 +241,7 @@ struct cd_instance {
     uint64_t frame;
     double time;
     float last_dt; /* the last substep's length */
+    int32_t lod_now; /* the level of detail of the last step (lod.c) */
 };
 
 /* What one substep needs, computed once per step. */

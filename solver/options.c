@@ -406,6 +406,19 @@ void cd_refresh_masses(cd_instance *inst)
     assign_masses(inst, inst->def.mass);
 }
 
+/* True when some row without CD_OPTION_QUIET differs between a and b. */
+static bool loud_change(const cd_cloth_def *a, const cd_cloth_def *b)
+{
+    for (int i = 0; i < CD_OPT_COUNT; i++) {
+        const cd_option_spec *spec = &cd_cloth_option_specs[i];
+        if (!(spec->flags & CD_OPTION_QUIET) &&
+            memcmp((const unsigned char *)a + spec->offset, (const unsigned char *)b + spec->offset,
+                   cd_option_size(spec)) != 0)
+            return true;
+    }
+    return false;
+}
+
 void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
 {
     /* Keep the layout: it is fixed at creation. */
@@ -424,6 +437,9 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
                            merged.gravity.x != inst->def.gravity.x ||
                            merged.gravity.y != inst->def.gravity.y ||
                            merged.gravity.z != inst->def.gravity.z;
+    /* Only a change wakes a sleeper, and a new level of detail or priority
+     * alone is not one. */
+    const bool wake = !inst->started || loud_change(&merged, &inst->def);
     inst->def = merged;
 
     cd_group *g = inst->groups;
@@ -441,7 +457,8 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
     assign_masses(inst, def->mass);
     if (tethers_changed || !inst->started)
         inst->tethers_dirty = true;
-    cd_instance_wake(inst);
+    if (wake)
+        cd_instance_wake(inst);
 }
 
 cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,

@@ -24,7 +24,10 @@
  *        soft bodies), CD_OPTION_UNSET_OK (CD_UNSET is a value: "not
  *        given", see solver.h), CD_OPTION_ALIAS (a second wire name of the
  *        row before a member's first row: the solver checks the member once),
- *        CD_OPTION_SOFTBODY (read by soft bodies only).
+ *        CD_OPTION_SOFTBODY (read by soft bodies only), CD_OPTION_QUIET
+ *        (changing it alone does not wake a sleeping instance: the level of
+ *        detail and the budget's priority, which a game server sets from
+ *        its camera every frame; lod.c).
  *
  * Rows are in the order of PROTOCOL.md's tables: the protocol and the
  * solver both report the first fault in that order. Upper bounds are finite
@@ -81,7 +84,9 @@
     X(YOUNGS_MODULUS, youngs_modulus, "youngsModulus", FLOAT, 0, 1e12, OPEN_MIN, (-1),            \
       CD_OPTION_UNSET_OK | CD_OPTION_SOFTBODY)                                                     \
     X(POISSON_RATIO, poisson_ratio, "poissonRatio", FLOAT, 0, 0.49, CLOSED, (0.3),                 \
-      CD_OPTION_SOFTBODY)
+      CD_OPTION_SOFTBODY)                                                                          \
+    X(LOD, lod, "lod", INT, 0, 3, CLOSED, (0), CD_OPTION_QUIET)                                    \
+    X(PRIORITY, priority, "priority", FLOAT, -1e9, 1e9, CLOSED, (0), CD_OPTION_QUIET)
 
 /* A collider's options (its type and attachment are read apart: the type
  * picks the defaults, the attachment names a transform of the instance). */
@@ -109,6 +114,7 @@ enum {
     CD_OPTION_UNSET_OK = 1u << 1,
     CD_OPTION_ALIAS = 1u << 2,
     CD_OPTION_SOFTBODY = 1u << 3,
+    CD_OPTION_QUIET = 1u << 4,
 };
 
 /* One row, as data. */

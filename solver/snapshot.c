@@ -206,6 +206,7 @@ static void write_instance(cd_snap_writer *w, const cd_instance *inst)
     cd_snap_put1(w, "time", CD_SNAP_F64, &inst->time);
     cd_snap_put1(w, "lastDt", CD_SNAP_F32, &inst->last_dt);
     cd_snap_put1(w, "lastSpeed", CD_SNAP_F32, &inst->last_speed);
+    cd_snap_put1(w, "lodNow", CD_SNAP_I32, &inst->lod_now);
     cd_snap_put_flag(w, "self.reserved", inst->hash_start != NULL);
     cd_snap_put_n(w, "self.stats", CD_SNAP_U64, &inst->self_stats, 4);
     cd_snap_end_section(w);
@@ -618,6 +619,13 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
     TRY(cd_snap_get_n(sec, "time", CD_SNAP_F64, &inst->time, 1, fault));
     TRY(cd_snap_get_n(sec, "lastDt", CD_SNAP_F32, &inst->last_dt, 1, fault));
     TRY(cd_snap_get_n(sec, "lastSpeed", CD_SNAP_F32, &inst->last_speed, 1, fault));
+    /* The level the last step ran at (lod.c: finer levels come one a step);
+     * absent in files from before levels of detail: 0. */
+    inst->lod_now = 0;
+    TRY(cd_snap_get_any(sec, "lodNow", CD_SNAP_I32, &inst->lod_now, 1, 1, sizeof inst->lod_now,
+                        true, NULL, fault));
+    if (inst->lod_now < 0 || inst->lod_now >= CD_LOD_LEVELS)
+        return cd_snap_bad(fault, sec, "field \"lodNow\": not a level of detail");
     bool reserved = false;
     TRY(cd_snap_get_flag(sec, "self.reserved", &reserved, fault));
     _Static_assert(sizeof(cd_self_collision_stats) == 4 * sizeof(uint64_t), "4 counters");

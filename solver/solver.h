@@ -109,6 +109,12 @@ typedef struct cd_cloth_def {
      * it sets every edge's and tet's compliance from the mesh's geometry. */
     float youngs_modulus;
     float poisson_ratio;     /* 0..0.49: the bulk modulus E / (3 (1 - 2 nu)) */
+
+    /* Level of detail (lod.c): 0 full, up to CD_LOD_LEVELS - 1. */
+    int32_t lod;
+    /* The host's step budget lowers the detail of the lowest first (the
+     * solver does not read it). */
+    float priority;
 } cd_cloth_def;
 
 /* The seed's defaults: 10x10, spacing 0.1, mass 1, stiffness 0.9, bend 0.5,
@@ -284,6 +290,7 @@ typedef struct cd_instance_info {
 typedef struct cd_step_result {
     bool unstable; /* the guard caught this step: state restored, disabled */
     bool sleeping; /* asleep: nothing moved */
+    int32_t lod;   /* the level of detail the step ran at (cd_instance_step_lod) */
 } cd_step_result;
 
 /* ---- world ------------------------------------------------------------ */
@@ -430,7 +437,8 @@ cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *p
 cd_status cd_instance_unpin(cd_instance *inst, uint32_t particle);
 
 /* The live options: everything of `def` but the layout (width, height,
- * spacing, origin, right, down), which is ignored. Wakes the instance. */
+ * spacing, origin, right, down), which is ignored. Wakes the instance when
+ * an option other than lod and priority changes (CD_OPTION_QUIET). */
 cd_status cd_instance_configure(cd_instance *inst, const cd_cloth_def *def);
 /* The same; on failure *fault (may be NULL) names the field: a field
  * outside its row (invalid_argument), or "substeps, iterations" over the
@@ -570,6 +578,42 @@ uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_coll
  * the result is all false. The caller must not step one instance on two
  * threads at once. */
 cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind);
+
+/* ---- level of detail (lod.c) ---- */
+
+/* Levels 0 (full detail) .. CD_LOD_LEVELS - 1. Each level halves the work
+ * of the level before (particles x substeps x iterations) where it can:
+ * iterations are halved first (rounded up, at least 1), then substeps
+ * (likewise); collisions, pins, wind and the guard run at every level. A
+ * host sends frames of an instance only every cd_lod_frame_interval steps.
+ * Switching levels never jumps: finer levels come one a step
+ * (cd_instance_step_level), and the step rescales the Verlet history to
+ * the new substep length, so velocities carry over. */
+#define CD_LOD_LEVELS 4
+/* The substeps and iterations of a step of dt at `level` (clamped to the
+ * levels), for an instance with options `def`. */
+void cd_lod_counts(const cd_cloth_def *def, float dt, int32_t level, int32_t *substeps,
+                   int32_t *iterations);
+/* Frames every this many steps at `level`: 1, 1, 2, 4. */
+uint32_t cd_lod_frame_interval(int32_t level);
+/* What a step of dt at `level` (no finer than the instance's own) costs,
+ * in units of one particle through half a solver iteration:
+ * particles x substeps x (2 x iterations + 1), the stages run once per
+ * substep (integration, aerodynamics, colliders) counted as half an
+ * iteration (measured: bench/README.md, section 10); 0 while the instance
+ * sleeps or is disabled (its steps cost nothing). A host converts units to
+ * time with its own rate. */
+uint64_t cd_instance_step_cost(const cd_instance *inst, float dt, int32_t level);
+/* The level a step asked for at `level` runs at: no finer than the
+ * instance's own `lod`, and at most one level finer than its last step's
+ * (a coarser level takes effect at once, a finer one comes one level a
+ * step, so that the stiffer solve does not pull the cloth back in one
+ * step). */
+int32_t cd_instance_step_level(const cd_instance *inst, int32_t level);
+/* cd_instance_step at cd_instance_step_level(inst, level). The result says
+ * which level ran. */
+cd_step_result cd_instance_step_lod(cd_instance *inst, float dt, cd_vec3 global_wind,
+                                    int32_t level);
 
 /* Helping one large step (CD_TEAM_MIN_PARTICLES or more) from other threads.
  * While cd_instance_step(inst) runs on one thread, any number of others may

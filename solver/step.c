@@ -76,9 +76,32 @@ static void update_sleep(cd_instance *inst, float dt, float max_speed)
         inst->sleeping = true;
 }
 
-static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind)
+/* The Verlet history holds the velocity as the last substep's move,
+ * x - prev = v h. A step whose substeps are longer or shorter (another
+ * level of detail, another dt under automatic substeps) rescales it to
+ * its own h, or the cloth would slow down or speed up at once: twice the
+ * substeps without this doubles every velocity. Pinned particles are
+ * moved by their pins and keep theirs. */
+static void rescale_history(cd_instance *inst, float h)
 {
-    cd_step_result result = {.unstable = false, .sleeping = false};
+    if (!inst->started || inst->last_dt <= 0.0f || inst->last_dt == h)
+        return;
+    const float r = h / inst->last_dt;
+    for (uint32_t i = 0; i < inst->particle_count; i++) {
+        if (inst->inv_mass[i] == 0.0f)
+            continue;
+        const float *p = &inst->pos[3 * i];
+        float *q = &inst->prev[3 * i];
+        q[0] = p[0] - (p[0] - q[0]) * r;
+        q[1] = p[1] - (p[1] - q[1]) * r;
+        q[2] = p[2] - (p[2] - q[2]) * r;
+    }
+    inst->last_dt = h;
+}
+
+static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind, int32_t lod)
+{
+    cd_step_result result = {.unstable = false, .sleeping = false, .lod = lod};
     if (!inst->enabled || !(dt > 0.0f && dt <= 1.0f) || !cd_vec3_is_valid(global_wind))
         return result;
     if (!same_vec3(global_wind, inst->last_global_wind)) {
@@ -94,7 +117,8 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     }
 
     const cd_cloth_def *d = &inst->def;
-    const int n = cd_substeps_for(d, dt);
+    int32_t n, iterations;
+    cd_lod_counts(d, dt, lod, &n, &iterations);
     inst->step_substeps = n;
     const cd_vec3 wind = cd_v3_add(inst->wind, global_wind);
     cd_substep sub = {.h = dt / (float)n, .accel = d->gravity, .wind = cd_v3(0, 0, 0)};
@@ -114,6 +138,8 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     if (!inst->started) {
         cd_stage_prime_verlet(inst, sub.accel, sub.h);
         inst->started = true;
+    } else {
+        rescale_history(inst, sub.h);
     }
     for (int s = 0; s < n; s++) {
         sub.t0 = (float)s / (float)n;
@@ -127,7 +153,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
         cd_stage_reset_multipliers(inst);
         cd_stage_begin_contacts(inst);
         cd_vec3 turned = cd_v3(0, 0, 0); /* by the internal passes (momentum.c) */
-        for (int32_t i = 0; i < d->solver_iterations; i++) {
+        for (int32_t i = 0; i < iterations; i++) {
             cd_vec3 before;
             if (keep_momentum)
                 cd_momentum_begin(inst, sub.h, &before);
@@ -171,11 +197,19 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     return result;
 }
 
-cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind)
+cd_step_result cd_instance_step_lod(cd_instance *inst, float dt, cd_vec3 global_wind,
+                                    int32_t level)
 {
-    const cd_step_result result = step_once(inst, dt, global_wind);
+    const int32_t lod = cd_instance_step_level(inst, level);
+    inst->lod_now = lod;
+    const cd_step_result result = step_once(inst, dt, global_wind, lod);
     cd_team_step_done(inst->team); /* helpers of this step may leave */
     return result;
+}
+
+cd_step_result cd_instance_step(cd_instance *inst, float dt, cd_vec3 global_wind)
+{
+    return cd_instance_step_lod(inst, dt, global_wind, 0);
 }
 
 uint64_t cd_instance_help_ticket(const cd_instance *inst)

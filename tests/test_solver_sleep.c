@@ -155,7 +155,14 @@ Test(solver_sleep, wind_gravity_collider_and_configure_should_wake_it)
         cd_instance_step(s.cloth, FX_DT, fx_no_wind());
     cr_assert(is_sleeping(s.cloth));
 
+    /* A new level of detail or priority alone leaves it asleep (a game
+     * server sets them from its camera every frame); a real change wakes. */
     cd_cloth_def def = cd_instance_def(s.cloth);
+    def.lod = 2;
+    def.priority = 5.0f;
+    cr_assert_eq(cd_instance_configure(s.cloth, &def), CD_OK);
+    cr_assert(is_sleeping(s.cloth), "lod and priority alone do not wake it");
+    def.bend_stiffness *= 0.5f;
     cr_assert_eq(cd_instance_configure(s.cloth, &def), CD_OK);
     assert_woken(&s, "configure");
     cd_world_destroy(s.world);

@@ -116,6 +116,10 @@ export interface InstanceOptions {
   tetherScale?: number;
   /** m/s; 0 never sleeps. */
   sleepThreshold?: number;
+  /** [0, 3] level of detail, 0 full; each level about half the work of the one before. */
+  lod?: number;
+  /** How much the instance's detail matters; a step's budget lowers the lowest first. */
+  priority?: number;
 }
 
 export interface CreateClothOptions extends InstanceOptions {
@@ -169,6 +173,15 @@ export interface StepOptions {
   dt?: number;
   instances?: ArrayLike<number>;
   instance?: number;
+  /** [0, 60000] ms, a soft time budget (0: none; unset: the server's --step-budget-ms). */
+  budgetMs?: number;
+}
+
+/** An instance the budget stepped below its own level of detail. */
+export interface Degraded {
+  instance: number;
+  /** The level it ran at. */
+  lod: number;
 }
 
 export interface Impulse {
@@ -185,6 +198,12 @@ export interface StepReply extends Reply {
   unstable: number[];
   sleeping: number[];
   impulses: Impulse[];
+  /** With a budget only: the budget applied, the plan's prediction, the time taken (ms). */
+  budgetMs?: number;
+  predictedMs?: number;
+  actualMs?: number;
+  /** With a budget only: the instances stepped below their own level. */
+  degraded?: Degraded[];
 }
 
 export interface Collider {
@@ -298,6 +317,8 @@ export interface StatsReply extends Reply {
     total: number;
     instanceSteps: number;
     slow: number;
+    /** Steps with a time budget, those slower than it, instances stepped below their own level. */
+    budget: { steps: number; overruns: number; degradedInstances: number };
     perSecond: number;
     /** Time from a step's start to its reply: `counts` per bucket (not cumulative), one more than `bounds` (the last is above them all). */
     durationSeconds: { count: number; sum: number; bounds: number[]; counts: number[] };

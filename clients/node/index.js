@@ -767,12 +767,21 @@ class Client extends EventEmitter {
 
   /**
    * Steps every enabled instance (or opts.instances / opts.instance) once by
-   * opts.dt (default 1/60 s; a number is taken as dt). Resolves with the
-   * reply: {stepped, unstable, sleeping, impulses}.
+   * opts.dt (default 1/60 s; a number is taken as dt). opts.budgetMs: a
+   * soft time budget (0: none; unset: the server's --step-budget-ms), which
+   * steps the instances of lowest `priority` at a coarser level of detail
+   * when the step would overrun it. Resolves with the reply: {stepped,
+   * unstable, sleeping, impulses}, with a budget also {budgetMs,
+   * predictedMs, actualMs, degraded: [{instance, lod}]}.
    */
   step(opts = {}) {
     const o = typeof opts === 'number' ? { dt: opts } : opts;
-    return this.request('step', { dt: o.dt, instance: o.instance, instances: idList(o.instances) });
+    return this.request('step', {
+      dt: o.dt,
+      instance: o.instance,
+      instances: idList(o.instances),
+      budgetMs: o.budgetMs,
+    });
   }
 
   /**

@@ -19,7 +19,7 @@
     unpin INSTANCE PARTICLE     release a pinned particle
     gravity INSTANCE X Y Z      set an instance's gravity
     enable INSTANCE [on|off]    enable (default) or disable stepping
-    step [--dt S] [--count N] [--instance I ...]
+    step [--dt S] [--count N] [--instance I ...] [--budget-ms MS]
                                 step every (or the listed) instance N times
     get INSTANCE [--positions]  an instance's state (all positions with --positions)
     watch [INSTANCE ...] [--count N] [--every K] [--quantize]
@@ -267,8 +267,11 @@ class Console:
             raise UsageError("step --dt must be in (0, 1] seconds")
         stepped = 0
         unstable: List[int] = []
+        degraded = over = 0
         for i in range(args.count):
-            reply = self.c.step(args.dt, instances=args.instance)
+            reply = self.c.step(args.dt, instances=args.instance, budget_ms=args.budget_ms)
+            degraded += len(reply.get("degraded") or [])
+            over += "actualMs" in reply and reply["actualMs"] > reply["budgetMs"]
             if self.as_json:
                 self.raw()
             stepped = reply.get("stepped", 0)
@@ -280,7 +283,10 @@ class Console:
             return
         self.out(f"{args.count} step{'s' if args.count != 1 else ''} of {f32(args.dt)} s: "
                  f"{stepped} instance{'s' if stepped != 1 else ''} stepped"
-                 + (f", unstable: {sorted(set(unstable))}" if unstable else ""))
+                 + (f", unstable: {sorted(set(unstable))}" if unstable else "")
+                 + (f"; budget {f32(args.budget_ms)} ms: {over} over it, {degraded} instance "
+                    f"step{'s' if degraded != 1 else ''} below their level of detail"
+                    if args.budget_ms else ""))
 
     def get(self, args: argparse.Namespace) -> None:
         s = self.c.get(args.instance)
@@ -447,6 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dt", type=float, default=1 / 60, help="seconds per step (default 1/60)")
     s.add_argument("--count", type=int, default=1, help="how many steps (default 1)")
     s.add_argument("--instance", type=int, action="append", help="only this instance (repeatable)")
+    s.add_argument("--budget-ms", type=float,
+                   help="a soft time budget per step: the lowest priority steps coarser (0: none)")
 
     gt = sub.add_parser("get", help="an instance's state")
     gt.add_argument("instance", type=int)

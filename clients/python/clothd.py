@@ -977,6 +977,7 @@ class Client:
                      drag: Optional[float] = None, lift: Optional[float] = None,
                      tethers: Optional[bool] = None, tether_scale: Optional[float] = None,
                      sleep_threshold: Optional[float] = None, self_distance: Optional[float] = None,
+                     lod: Optional[int] = None, priority: Optional[float] = None,
                      **extra: Any) -> int:
         """Creates a cloth and returns its instance id.
 
@@ -999,8 +1000,10 @@ class Client:
         acceleration; "dragLift": air velocity, drag and lift coefficients),
         ``air_density``, ``drag``, ``lift``, ``tethers``, ``tether_scale``,
         ``sleep_threshold`` (m/s; 0 never sleeps), ``self_distance`` (m;
-        self-collision, 0 off). ``extra`` fields are sent as they are
-        (camelCased), for fields newer than this client.
+        self-collision, 0 off). Level of detail: ``lod`` (0 full .. 3,
+        each level about half the work of the one before) and ``priority``
+        (a step's ``budget_ms`` lowers the lowest first). ``extra`` fields
+        are sent as they are (camelCased), for fields newer than this client.
         """
         return self.create("cloth", width=width, height=height, spacing=spacing, mass=mass,
                            stiffness=stiffness, bend_stiffness=bend_stiffness, damping=damping,
@@ -1013,7 +1016,7 @@ class Client:
                            particle_mass=particle_mass, wind_model=wind_model,
                            air_density=air_density, drag=drag, lift=lift, tethers=tethers,
                            tether_scale=tether_scale, sleep_threshold=sleep_threshold,
-                           self_distance=self_distance, **extra)
+                           self_distance=self_distance, lod=lod, priority=priority, **extra)
 
     def create_softbody(self, *, shape: Optional[str] = None, radius: Optional[float] = None,
                         resolution: Optional[int] = None, center: Optional[VecLike] = None,
@@ -1027,7 +1030,8 @@ class Client:
                         velocity_retention: Optional[float] = None,
                         solver_iterations: Optional[int] = None, substeps: Optional[int] = None,
                         gravity: Optional[VecLike] = None, thickness: Optional[float] = None,
-                        sleep_threshold: Optional[float] = None, **extra: Any) -> int:
+                        sleep_threshold: Optional[float] = None, lod: Optional[int] = None,
+                        priority: Optional[float] = None, **extra: Any) -> int:
         """Creates a soft body (a tetrahedral mesh) and returns its id.
 
         Either a generated ``shape``: ``"ball"`` (``radius`` 0.5,
@@ -1049,7 +1053,7 @@ class Client:
                            velocity_retention=velocity_retention,
                            solver_iterations=solver_iterations, substeps=substeps,
                            gravity=_vec(gravity), thickness=thickness,
-                           sleep_threshold=sleep_threshold, **extra)
+                           sleep_threshold=sleep_threshold, lod=lod, priority=priority, **extra)
 
     def create_mesh_cloth(self, vertices: Sequence[Any], triangles: Sequence[int], *,
                           uvs: Optional[Sequence[float]] = None, **options: Any) -> int:
@@ -1122,11 +1126,14 @@ class Client:
             lift: Optional[float] = None, tethers: Optional[bool] = None,
             tether_scale: Optional[float] = None, sleep_threshold: Optional[float] = None,
             self_distance: Optional[float] = None, volume_stiffness: Optional[float] = None,
-            volume_compliance: Optional[float] = None, **extra: Any) -> None:
+            volume_compliance: Optional[float] = None, lod: Optional[int] = None,
+            priority: Optional[float] = None, **extra: Any) -> None:
         """Changes a live instance's options (any :meth:`create_cloth`
         option but the layout); only the ones given change. Giving the
         seed's form of a setting (``stiffness``) switches its XPBD twin
-        (``stretch_compliance``) off, and back. Wakes a sleeping instance."""
+        (``stretch_compliance``) off, and back. Wakes a sleeping instance,
+        unless only ``lod`` and ``priority`` change (a game server sets
+        them from its camera every frame)."""
         self.request("set", instance=instance, mass=mass, stiffness=stiffness,
                      bend_stiffness=bend_stiffness, damping=damping,
                      solver_iterations=solver_iterations, gravity=_vec(gravity),
@@ -1137,7 +1144,7 @@ class Client:
                      air_density=air_density, drag=drag, lift=lift, tethers=tethers,
                      tether_scale=tether_scale, sleep_threshold=sleep_threshold,
                      self_distance=self_distance, volume_stiffness=volume_stiffness,
-                     volume_compliance=volume_compliance, **extra)
+                     volume_compliance=volume_compliance, lod=lod, priority=priority, **extra)
 
     def transform(self, instance: int, name: str, position: VecLike,
                   rotation: Optional[Sequence[float]] = None, *,
@@ -1270,15 +1277,23 @@ class Client:
         return bool(self.request("enable", instance=instance, enabled=enabled).get("enabled"))
 
     def step(self, dt: float = 1 / 60, instances: Optional[Sequence[int]] = None, *,
-             instance: Optional[int] = None) -> Dict[str, Any]:
+             instance: Optional[int] = None, budget_ms: Optional[float] = None) -> Dict[str, Any]:
         """Steps every enabled instance (or just ``instances``/``instance``)
         once by ``dt`` seconds, in parallel on the server's workers.
 
+        ``budget_ms``: a soft time budget (0: none; unset: the server's
+        ``--step-budget-ms``): when the step would overrun it, the
+        instances of lowest ``priority`` step at a coarser level of detail.
+
         Returns the reply: ``stepped`` (count), ``unstable`` (ids caught
         by the instability guard), ``sleeping`` (ids asleep: they advance
-        but send no frame) and ``impulses`` (two-way coupling).
+        but send no frame) and ``impulses`` (two-way coupling); with a
+        budget also ``budgetMs``, ``predictedMs``, ``actualMs`` and
+        ``degraded`` (``[{"instance": id, "lod": level}]``: the instances
+        stepped below their own level).
         """
-        return self.request("step", dt=dt, instance=instance, instances=_ids(instances))
+        return self.request("step", dt=dt, instance=instance, instances=_ids(instances),
+                            budget_ms=budget_ms)
 
     def get(self, instance: int, *, velocities: bool = False, normals: bool = False) -> InstanceState:
         """The full state of one instance; ``velocities=True`` and
@@ -1392,7 +1407,8 @@ class Client:
         """The server's counters since it started (the ``stats`` reply):
         ``connections`` (current, total, refused, limit), ``instances`` by
         state (awake, sleeping, disabled, unstable), ``particles``,
-        ``steps`` (total, instanceSteps, slow, perSecond and the
+        ``steps`` (total, instanceSteps, slow, ``budget``: steps,
+        overruns, degradedInstances; perSecond and the
         ``durationSeconds`` histogram), ``sent`` (bytes by kind, frames,
         framesSkipped), ``requests`` by command and ``errors`` by code,
         plus ``version``, ``simd``, ``workers`` and ``uptimeSeconds``.

@@ -67,6 +67,8 @@ static void put_material(cdc_jw *w, const clothd_material *m)
     cdc_put_f(w, "selfDistance", m->self_distance);
     cdc_put_f(w, "volumeStiffness", m->volume_stiffness);
     cdc_put_f(w, "volumeCompliance", m->volume_compliance);
+    cdc_put_i(w, "lod", m->lod);
+    cdc_put_f(w, "priority", m->priority);
 }
 
 static clothd_code check_material(const clothd_material *m, clothd_error *err)

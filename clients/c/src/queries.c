@@ -101,6 +101,7 @@ clothd_code clothd_send_step(clothd_client *c, const clothd_step_options *o, clo
         }
         if (o->instances != NULL)
             cdc_put_instances(&r.w, "instances", o->instances, o->instance_count);
+        cdc_put_f(&r.w, "budgetMs", o->budget_ms);
     }
     return cdc_req_end(&r, ticket, NULL, err);
 }
@@ -112,7 +113,38 @@ void clothd_step_result_free(clothd_step_result *s)
     free(s->unstable);
     free(s->sleeping);
     free(s->impulses);
+    free(s->degraded);
     memset(s, 0, sizeof *s);
+}
+
+/* The budget's members, when the step had one. */
+static clothd_code decode_budget(const cdc_jdoc *d, int root, clothd_step_result *s, clothd_error *err)
+{
+    const int budget = cdc_jget(d, root, "budgetMs");
+    if (budget < 0)
+        return CLOTHD_OK;
+    if (!cdc_jfloat(d, budget, &s->budget_ms) ||
+        !cdc_jfloat(d, cdc_jget(d, root, "predictedMs"), &s->predicted_ms) ||
+        !cdc_jfloat(d, cdc_jget(d, root, "actualMs"), &s->actual_ms))
+        return malformed(err, "a budgeted step without predictedMs and actualMs");
+    s->has_budget = true;
+    const int list = cdc_jget(d, root, "degraded");
+    const size_t n = list_size(d, list);
+    if (n == 0)
+        return CLOTHD_OK;
+    if ((s->degraded = calloc(n, sizeof *s->degraded)) == NULL)
+        return nomem(err);
+    int i = cdc_jfirst(d, list);
+    for (size_t k = 0; k < n; k++, i = cdc_jnext(d, i)) {
+        uint64_t inst, lod;
+        if (!cdc_juint(d, cdc_jget(d, i, "instance"), UINT32_MAX, &inst) ||
+            !cdc_juint(d, cdc_jget(d, i, "lod"), 3, &lod))
+            return malformed(err, "a degraded entry without instance and lod");
+        s->degraded[k].instance.id = (uint32_t)inst;
+        s->degraded[k].lod = (int32_t)lod;
+    }
+    s->degraded_count = n;
+    return CLOTHD_OK;
 }
 
 static clothd_code decode_step(clothd_client *c, const cdc_jdoc *d, int root, void *out, const void *arg,
@@ -152,6 +184,8 @@ static clothd_code decode_step(clothd_client *c, const cdc_jdoc *d, int root, vo
         }
         s->impulse_count = n;
     }
+    if (rc == CLOTHD_OK)
+        rc = decode_budget(d, root, s, err);
     if (rc != CLOTHD_OK)
         clothd_step_result_free(s);
     return rc;

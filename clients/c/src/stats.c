@@ -53,6 +53,10 @@ static clothd_code decode_stats(clothd_client *c, const cdc_jdoc *d, int root, v
     s->steps.total = u64(d, o, "total");
     s->steps.instance_steps = u64(d, o, "instanceSteps");
     s->steps.slow = u64(d, o, "slow");
+    const int budget = cdc_jget(d, o, "budget");
+    s->steps.budget_steps = u64(d, budget, "steps");
+    s->steps.budget_overruns = u64(d, budget, "overruns");
+    s->steps.degraded_instances = u64(d, budget, "degradedInstances");
     s->steps.per_second = num(d, o, "perSecond");
     int h = cdc_jget(d, o, "durationSeconds");
     s->steps.count = u64(d, h, "count");

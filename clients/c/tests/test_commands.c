@@ -423,12 +423,62 @@ static void save_and_load_should_bring_an_instance_back(void)
     rmdir(dir);
 }
 
+static void a_step_budget_should_report_the_degraded_instances(void)
+{
+    clothd_client *c = client();
+    REQUIRE(c != NULL);
+    clothd_error err;
+    clothd_created low, high;
+    clothd_cloth_options o = clothd_cloth_default();
+    o.width = o.height = clothd_i(12);
+    o.material.solver_iterations = clothd_i(8);
+    o.material.sleep_threshold = clothd_f(0);
+    o.material.priority = clothd_f(0);
+    REQUIRE_OK(clothd_create_cloth(c, &o, &low, &err), err);
+    o.material.priority = clothd_f(1);
+    o.origin = clothd_v3(2, 0, 0);
+    REQUIRE_OK(clothd_create_cloth(c, &o, &high, &err), err);
+
+    clothd_instance both[] = {low.instance, high.instance};
+    clothd_step_options so = {.instances = both, .instance_count = 2};
+    clothd_step_result r;
+    REQUIRE_OK(clothd_step(c, &so, &r, &err), err);
+    CHECK(!r.has_budget && r.degraded == NULL, "no budget: no budget members");
+    clothd_step_result_free(&r);
+
+    so.budget_ms = clothd_f(0.0001f);
+    REQUIRE_OK(clothd_step(c, &so, &r, &err), err);
+    CHECK(r.has_budget && r.budget_ms == 0.0001f && r.predicted_ms > r.budget_ms && r.actual_ms > 0,
+          "budget %g predicted %g actual %g", r.budget_ms, r.predicted_ms, r.actual_ms);
+    CHECK(r.degraded_count == 2 && r.degraded[0].instance.id == low.instance.id &&
+              r.degraded[0].lod == 2 && r.degraded[1].lod == 2,
+          "both at the floor, %zu listed", r.degraded_count);
+    clothd_step_result_free(&r);
+
+    clothd_material m = {.lod = clothd_i(3)};
+    REQUIRE_OK(clothd_set(c, high.instance, &m, &err), err);
+    REQUIRE_OK(clothd_step(c, &so, &r, &err), err);
+    CHECK(r.degraded_count == 1 && r.degraded[0].instance.id == low.instance.id,
+          "its own level 3 is not degraded (%zu listed)", r.degraded_count);
+    clothd_step_result_free(&r);
+    clothd_server_stats st;
+    REQUIRE_OK(clothd_get_server_stats(c, &st, &err), err);
+    CHECK(st.steps.budget_steps >= 2 && st.steps.degraded_instances >= 3 && st.steps.budget_overruns >= 2,
+          "stats: %llu budgeted steps, %llu degraded, %llu overruns",
+          (unsigned long long)st.steps.budget_steps, (unsigned long long)st.steps.degraded_instances,
+          (unsigned long long)st.steps.budget_overruns);
+    REQUIRE_OK(clothd_destroy(c, low.instance, &err), err);
+    REQUIRE_OK(clothd_destroy(c, high.instance, &err), err);
+    clothd_close(c);
+}
+
 const ct_test ct_command_tests[] = {
     {"commands: create cloth and soft bodies, destroy", create_should_report_particles_and_constraints, 0},
     {"commands: pin, unpin, get into the caller's buffer", pins_should_show_in_get, 0},
     {"commands: wind, gravity, step, enable", wind_gravity_and_step_should_change_the_state, 0},
     {"commands: add, move, remove colliders", colliders_should_come_and_go, 0},
     {"commands: a coupled collider reports impulses", a_coupled_collider_should_report_impulses, 0},
+    {"commands: step with budgetMs, lod and priority", a_step_budget_should_report_the_degraded_instances, 0},
     {"commands: topology, status, debug, set, transform, attach, ping, stats, auth", the_rest_of_the_commands_should_answer, 0},
     {"commands: save and load, record and replay", save_and_load_should_bring_an_instance_back, 0},
     {NULL, NULL, 0},

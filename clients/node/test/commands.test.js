@@ -297,6 +297,24 @@ test('debug: the flag, and the event on another subscribed connection', async ()
   }
 });
 
+test('step with budgetMs reports the plan and steps the lowest priority coarser', async () => {
+  const low = await client.createCloth({ width: 12, height: 12, solverIterations: 8, sleepThreshold: 0, priority: 0 });
+  const high = await client.createCloth({ width: 12, height: 12, solverIterations: 8, sleepThreshold: 0, priority: 1, lod: 0 });
+  const plain = await client.step({ instances: [low, high] });
+  assert.equal(plain.degraded, undefined, 'no budget, no budget members');
+  const roomy = await client.step({ instances: [low, high], budgetMs: 60000 });
+  assert.deepEqual(roomy.degraded, []);
+  assert.equal(roomy.budgetMs, 60000);
+  assert.ok(roomy.predictedMs > 0 && roomy.actualMs > 0);
+  const tight = await client.step({ instances: [low, high], budgetMs: 0.0001 });
+  assert.deepEqual(tight.degraded, [{ instance: low, lod: 2 }, { instance: high, lod: 2 }]);
+  await client.set(high, { lod: 3 });
+  const own = await client.step({ instances: [low, high], budgetMs: 0.0001 });
+  assert.deepEqual(own.degraded, [{ instance: low, lod: 2 }], 'its own level 3 is not degraded');
+  await client.destroy(low);
+  await client.destroy(high);
+});
+
 test('serverStats (the stats command) counts the steps, requests and errors this client caused', async () => {
   const before = await client.serverStats();
   const id = await client.createCloth({ width: 3, height: 3 });

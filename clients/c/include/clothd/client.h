@@ -380,6 +380,8 @@ typedef struct clothd_material {
     clothd_opt_f self_distance;      /* m, 0 is off */
     clothd_opt_f volume_stiffness;   /* soft bodies */
     clothd_opt_f volume_compliance;
+    clothd_opt_i lod;                /* [0, 3] level of detail, 0 full (PROTOCOL.md, create) */
+    clothd_opt_f priority;           /* a step's budget lowers the lowest first */
 } clothd_material;
 
 typedef struct clothd_cloth_options {
@@ -529,6 +531,8 @@ typedef struct clothd_step_options {
     clothd_instance instance;            /* id 0: not sent */
     const clothd_instance *instances;    /* NULL: not sent. Read during the call. */
     size_t instance_count;
+    clothd_opt_f budget_ms;              /* [0, 60000] soft time budget; 0: none; unset: the
+                                            server's --step-budget-ms */
 } clothd_step_options;
 
 typedef struct clothd_impulse {
@@ -537,6 +541,12 @@ typedef struct clothd_impulse {
     float linear[3];   /* N s */
     float angular[3];  /* N m s about the collider's position */
 } clothd_impulse;
+
+/* An instance the step's budget ran below its own level of detail. */
+typedef struct clothd_degraded {
+    clothd_instance instance;
+    int32_t lod; /* the level it ran at */
+} clothd_degraded;
 
 /* Owns its arrays (NULL when empty): clothd_step_result_free. */
 typedef struct clothd_step_result {
@@ -547,6 +557,13 @@ typedef struct clothd_step_result {
     size_t sleeping_count;
     clothd_impulse *impulses;
     size_t impulse_count;
+    /* With a budget (has_budget): the budget applied, the plan's predicted
+     * time and the time the step took on the server (ms), and the
+     * instances it stepped below their own level. */
+    bool has_budget;
+    float budget_ms, predicted_ms, actual_ms;
+    clothd_degraded *degraded;
+    size_t degraded_count;
 } clothd_step_result;
 /* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_step_result_free(clothd_step_result *r);
@@ -768,6 +785,9 @@ typedef struct clothd_server_stats {
         uint64_t total;          /* step requests that stepped at least one instance */
         uint64_t instance_steps; /* instances stepped by them */
         uint64_t slow;           /* over --slow-step-ms */
+        /* with a time budget; of those slower than it; instances stepped
+         * below their own level of detail by the budget */
+        uint64_t budget_steps, budget_overruns, degraded_instances;
         double per_second;       /* over the last 10 whole seconds */
         uint64_t count;          /* durationSeconds: a histogram of start-to-reply times */
         double sum;

@@ -1,0 +1,76 @@
+/* The per-step time budget (a soft one: it lowers detail, never refuses or
+ * shortens a step). Game engines budget animation and physics per frame
+ * this way: Unreal's animation budget allocator ranks components by a
+ * significance the game sets and throttles the least significant first.
+ * clothd ranks the instances of a step batch by their `priority` and lowers
+ * their level of detail (solver/lod.c) until the batch's predicted cost
+ * fits, never below a floor; the next batch starts again from every
+ * instance's own level, so detail comes back as soon as there is room.
+ *
+ * The prediction is counted work (cd_instance_step_cost) at a configured
+ * rate, never the clock: the same commands and flags give the same
+ * choices on any machine and any worker count, and so the same bits. */
+#include <stdlib.h>
+
+#include "budget.h"
+
+static int by_priority(const void *a, const void *b)
+{
+    const cd_budget_rank *x = a, *y = b;
+    if (x->priority != y->priority)
+        return x->priority < y->priority ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+uint64_t cd_budget_plan(cd_budget_item *items, uint32_t count, uint64_t budget, int32_t floor,
+                        cd_budget_rank *ranks)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        cd_budget_item *it = &items[i];
+        it->base = it->base < 0 ? 0 : it->base >= CD_LOD_LEVELS ? CD_LOD_LEVELS - 1 : it->base;
+        it->level = it->base;
+        total += it->cost[it->level];
+        ranks[i] = (cd_budget_rank){.priority = it->priority, .index = i};
+    }
+    if (total <= budget)
+        return total;
+    floor = floor >= CD_LOD_LEVELS ? CD_LOD_LEVELS - 1 : floor;
+    qsort(ranks, count, sizeof ranks[0], by_priority);
+    for (uint32_t g = 0; g < count;) {
+        uint32_t end = g + 1; /* [g, end): one priority */
+        while (end < count && ranks[end].priority == ranks[g].priority)
+            end++;
+        for (bool lowered = true; lowered;) {
+            lowered = false;
+            for (uint32_t r = g; r < end; r++) {
+                cd_budget_item *it = &items[ranks[r].index];
+                /* At the floor, or nothing to gain (one substep of one
+                 * iteration already; asleep): left as it is. */
+                if (it->level >= floor || it->cost[it->level + 1] >= it->cost[it->level])
+                    continue;
+                total -= it->cost[it->level];
+                it->level++;
+                total += it->cost[it->level];
+                lowered = true;
+                if (total <= budget)
+                    return total;
+            }
+        }
+        g = end;
+    }
+    return total;
+}
+
+double cd_budget_units_to_ms(uint64_t units, uint32_t ps_per_unit)
+{
+    return (double)units * (double)ps_per_unit * 1e-9;
+}
+
+uint64_t cd_budget_ms_to_units(double ms, uint32_t ps_per_unit)
+{
+    if (!(ms > 0.0) || ps_per_unit == 0)
+        return 0;
+    const double units = ms * 1e9 / (double)ps_per_unit;
+    return units >= 1.8e19 ? UINT64_MAX : (uint64_t)units;
+}

@@ -1,0 +1,116 @@
+/* The step budget's plan (server/budget.c, issue 15), from made-up
+ * predicted costs: the lowest priority is lowered first, nothing goes below
+ * the floor, and the next plan with room returns everything to its own
+ * level. The plan reads no clock, so the same costs give the same levels. */
+#include <criterion/criterion.h>
+
+#include "../server/budget.h"
+
+/* A cape-like cost: each level about half the one before. */
+static cd_budget_item item(float priority, int32_t base)
+{
+    return (cd_budget_item){.cost = {1000, 520, 280, 160}, .priority = priority, .base = base};
+}
+
+static uint64_t plan(cd_budget_item *items, uint32_t count, uint64_t budget)
+{
+    cd_budget_rank ranks[16];
+    cr_assert_leq(count, 16u);
+    return cd_budget_plan(items, count, budget, CD_BUDGET_FLOOR, ranks);
+}
+
+Test(budget, a_batch_that_fits_keeps_every_level)
+{
+    cd_budget_item items[3] = {item(0, 0), item(1, 1), item(2, 0)};
+    cr_assert_eq(plan(items, 3, 2520), 2520u);
+    cr_assert_eq(items[0].level, 0);
+    cr_assert_eq(items[1].level, 1, "its own level, not full detail");
+    cr_assert_eq(items[2].level, 0);
+}
+
+Test(budget, lowest_priority_is_lowered_first)
+{
+    /* Priorities 3, 1, 2, 1: the two at 1 take turns (index order), then 2. */
+    cd_budget_item items[4] = {item(3, 0), item(1, 0), item(2, 0), item(1, 0)};
+    cr_assert_eq(plan(items, 4, 3500), 3040u); /* 4000 - 480 - 480 */
+    cr_assert_eq(items[1].level, 1);
+    cr_assert_eq(items[3].level, 1);
+    cr_assert_eq(items[0].level, 0);
+    cr_assert_eq(items[2].level, 0);
+
+    cd_budget_item more[4] = {item(3, 0), item(1, 0), item(2, 0), item(1, 0)};
+    cr_assert_eq(plan(more, 4, 2300), 2080u);
+    cr_assert_eq(more[1].level, 2, "both lowest at the floor first");
+    cr_assert_eq(more[3].level, 2);
+    cr_assert_eq(more[2].level, 1, "then the next priority");
+    cr_assert_eq(more[0].level, 0, "the highest keeps full detail");
+}
+
+Test(budget, ties_go_in_batch_order_one_level_at_a_time)
+{
+    cd_budget_item items[3] = {item(0, 0), item(0, 0), item(0, 0)};
+    cr_assert_eq(plan(items, 3, 2600), 2520u);
+    cr_assert_eq(items[0].level, 1);
+    cr_assert_eq(items[1].level, 0);
+    cr_assert_eq(items[2].level, 0);
+    cr_assert_eq(plan(items, 3, 1600), 1560u);
+    cr_assert_eq(items[0].level, 1);
+    cr_assert_eq(items[1].level, 1);
+    cr_assert_eq(items[2].level, 1, "each one level before any a second");
+}
+
+Test(budget, never_below_the_floor)
+{
+    cd_budget_item items[3] = {item(0, 0), item(5, 0), item(9, 3)};
+    const uint64_t total = plan(items, 3, 1);
+    cr_assert_eq(items[0].level, CD_BUDGET_FLOOR);
+    cr_assert_eq(items[1].level, CD_BUDGET_FLOOR);
+    cr_assert_eq(items[2].level, 3, "its own coarser level stays");
+    cr_assert_eq(total, 280u + 280u + 160u, "over the budget: reported, not cut");
+    cr_assert_gt(total, 1u);
+}
+
+Test(budget, back_to_full_detail_when_the_budget_is_raised)
+{
+    cd_budget_item items[2] = {item(0, 0), item(1, 0)};
+    plan(items, 2, 600);
+    cr_assert_eq(items[0].level, 2);
+    cr_assert_eq(items[1].level, 2);
+    cr_assert_eq(plan(items, 2, 2000), 2000u);
+    cr_assert_eq(items[0].level, 0);
+    cr_assert_eq(items[1].level, 0);
+}
+
+Test(budget, nothing_to_gain_is_left_alone)
+{
+    /* An instance at one substep of one iteration costs the same at every
+     * level, a sleeping one nothing: lowering them saves nothing. */
+    cd_budget_item items[3] = {
+        {.cost = {300, 300, 300, 300}, .priority = 0},
+        {.cost = {0, 0, 0, 0}, .priority = 0},
+        item(1, 0),
+    };
+    cr_assert_eq(plan(items, 3, 900), 820u);
+    cr_assert_eq(items[0].level, 0);
+    cr_assert_eq(items[1].level, 0);
+    cr_assert_eq(items[2].level, 1);
+}
+
+Test(budget, the_same_costs_give_the_same_plan)
+{
+    for (int run = 0; run < 2; run++) {
+        cd_budget_item items[5] = {item(2, 0), item(0.5f, 0), item(2, 1), item(0.5f, 0),
+                                   item(-1, 0)};
+        cr_assert_eq(plan(items, 5, 3000), 2840u);
+        const int32_t want[5] = {0, 1, 1, 1, 2};
+        for (int i = 0; i < 5; i++)
+            cr_assert_eq(items[i].level, want[i], "run %d item %d: %d", run, i, items[i].level);
+    }
+}
+
+Test(budget, units_and_milliseconds)
+{
+    cr_assert_eq(cd_budget_ms_to_units(1.0, 8000), 125000u); /* 1 ms / 8 ns */
+    cr_assert_float_eq(cd_budget_units_to_ms(125000, 8000), 1.0, 1e-12);
+    cr_assert_eq(cd_budget_ms_to_units(0.0, 8000), 0u);
+}
