@@ -279,7 +279,7 @@ bench-server: $(BUILD)/clothd
 # Levels of detail and the step budget (issue 15): what each level costs and
 # how it looks (bench_clothd's `lod`), then 64 capes through the real server
 # with a budget of half their full-detail time (bench/bench_lod.py;
-# bench/README.md, sections 10 and 11). About two minutes.
+# bench/README.md, sections 11 and 12). About two minutes.
 bench-lod: $(BUILD)/clothd $(BUILD)/bench_clothd
 	python3 bench/bench_lod.py --build $(BUILD) $(BENCH_LOD_FLAGS)
 

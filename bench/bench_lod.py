@@ -2,7 +2,7 @@
 """Levels of detail and the step budget (issue 15): what each level costs
 and how it looks, and a scene that overruns its budget at full detail.
 
-10. levels: `bench_clothd --serve`'s `lod` command, one 32x32 cape (3 cm, top
+11. levels: `bench_clothd --serve`'s `lod` command, one 32x32 cape (3 cm, top
    row pinned) per level stepped in turn: CPU µs per step, max structural
    strain, and the shape against level 0's (largest and RMS distance of a
    particle from its level-0 twin, in % of the span). Three scenes: 1x8 in
@@ -10,7 +10,7 @@ and how it looks, and a scene that overruns its budget at full detail.
    released from horizontal and settled (10 s), and automatic substeps
    (6x1 at 60 Hz) released and settled.
 
-11. budget: the real build/clothd with 2 workers and 64 awake capes of
+12. budget: the real build/clothd with 2 workers and 64 awake capes of
    32x32 (bench_server.py's: 8 iterations, global wind), priority i for
    cape i. First a calibration: every cape set to level k (0..3) in turn,
    the median `actualMs` against the cost units, fitted as a line: the
@@ -243,7 +243,7 @@ def print_tables(levels, budget):
     print()
     print(f"load average before: {load_average()}")
     if levels:
-        print("10. Levels of detail: one 32x32 cape per level, CPU of one step on one core")
+        print("11. Levels of detail: one 32x32 cape per level, CPU of one step on one core")
         print("| scene | level | substeps x iterations | frames every | µs/step | "
               "strain at the end | strain mean / peak | shape vs level 0, max / RMS (% of span) |")
         print("|---|---|---|---|---|---|---|---|")
@@ -256,7 +256,7 @@ def print_tables(levels, budget):
     if budget:
         b = budget
         print()
-        print(f"11. The step budget: {CAPES} capes of {CAPE_N}² at {CAPE_ITERS} iterations, "
+        print(f"12. The step budget: {CAPES} capes of {CAPE_N}² at {CAPE_ITERS} iterations, "
               f"{WORKERS} workers, budget half the full-detail time")
         cal = b["calibration"]
         print(f"calibration (a first server, {cal['steps']} steps at full detail): p50 "

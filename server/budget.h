@@ -17,7 +17,7 @@
 /* --step-cost-ps's default: picoseconds of a batch's wall time per cost
  * unit. The development machine's 2 workers (AVX2) measured 4,800 for 64
  * capes when idle and 11,000-39,000 while other processes took its cores
- * (bench/README.md, section 11); 8,000 leaves room over the idle rate.
+ * (bench/README.md, section 12); 8,000 leaves room over the idle rate.
  * Another machine calibrates its own from the step reply's predictedMs and
  * actualMs (bench/bench_lod.py does, at the 90th percentile). */
 #define CD_STEP_COST_PS_DEFAULT 8000

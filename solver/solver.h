@@ -600,7 +600,7 @@ uint32_t cd_lod_frame_interval(int32_t level);
  * in units of one particle through half a solver iteration:
  * particles x substeps x (2 x iterations + 1), the stages run once per
  * substep (integration, aerodynamics, colliders) counted as half an
- * iteration (measured: bench/README.md, section 10); 0 while the instance
+ * iteration (measured: bench/README.md, section 11); 0 while the instance
  * sleeps or is disabled (its steps cost nothing). A host converts units to
  * time with its own rate. */
 uint64_t cd_instance_step_cost(const cd_instance *inst, float dt, int32_t level);
