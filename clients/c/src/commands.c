@@ -69,13 +69,14 @@ static void put_material(cdc_jw *w, const clothd_material *m)
     cdc_put_f(w, "volumeCompliance", m->volume_compliance);
     cdc_put_i(w, "lod", m->lod);
     cdc_put_f(w, "priority", m->priority);
+    cdc_put_garment_material(w, m);
 }
 
 static clothd_code check_material(const clothd_material *m, clothd_error *err)
 {
     if ((unsigned)m->wind_model > CLOTHD_WIND_DRAG_LIFT)
         return cdc_fail(err, CLOTHD_E_USAGE, "windModel: %d is no clothd_wind_model", (int)m->wind_model);
-    return CLOTHD_OK;
+    return cdc_check_paint(m, err);
 }
 
 /* ---- create ---- */
@@ -148,6 +149,22 @@ clothd_code clothd_send_create_softbody(clothd_client *c, const clothd_softbody_
     return cdc_req_end(&r, ticket, NULL, err);
 }
 
+clothd_code clothd_send_create_mesh_cloth(clothd_client *c, const clothd_mesh_cloth_options *o,
+                                          clothd_ticket *ticket, clothd_error *err)
+{
+    if (o == NULL || o->vertices == NULL || o->triangles == NULL)
+        return cdc_fail(err, CLOTHD_E_USAGE, "vertices, triangles: a mesh cloth needs both");
+    if (check_material(&o->material, err) != CLOTHD_OK)
+        return CLOTHD_E_USAGE;
+    BEGIN(CDC_K_CREATE, "create");
+    cdc_put_str(&r.w, "type", "cloth");
+    cdc_put_floats(&r.w, "vertices", o->vertices, 3 * o->vertex_count); /* flat: x, y, z per vertex */
+    cdc_put_u32s(&r.w, "triangles", o->triangles, 3 * o->triangle_count);
+    PUT_LIST(&r.w, "uvs", o->uvs, 2 * o->vertex_count, cdc_put_floats);
+    put_material(&r.w, &o->material);
+    return cdc_req_end(&r, ticket, NULL, err);
+}
+
 static clothd_code need_u32(const cdc_jdoc *d, int root, const char *key, uint32_t *out, clothd_error *err)
 {
     uint64_t v;
@@ -182,6 +199,13 @@ clothd_code clothd_create_cloth(clothd_client *c, const clothd_cloth_options *o,
 {
     CDC_BLOCKING(c, err, clothd_send_create_cloth(c, o, &ticket_, err), CDC_K_CREATE, decode_created, out,
                  sizeof *out, NULL);
+}
+
+clothd_code clothd_create_mesh_cloth(clothd_client *c, const clothd_mesh_cloth_options *o, clothd_created *out,
+                                     clothd_error *err)
+{
+    CDC_BLOCKING(c, err, clothd_send_create_mesh_cloth(c, o, &ticket_, err), CDC_K_CREATE, decode_created,
+                 out, sizeof *out, NULL);
 }
 
 clothd_code clothd_create_softbody(clothd_client *c, const clothd_softbody_options *o, clothd_created *out,
@@ -345,6 +369,7 @@ clothd_code clothd_send_transform(clothd_client *c, clothd_instance inst, const 
     cdc_put_v3(&r.w, "position", o->position);
     if (o->rotation.set)
         cdc_put_floats(&r.w, "rotation", o->rotation.value, 4);
+    cdc_put_b(&r.w, "inertiaFrame", o->inertia_frame);
     return cdc_req_end(&r, ticket, NULL, err);
 }
 

@@ -55,6 +55,8 @@ typedef enum cdc_kind {
     CDC_K_LOAD,
     CDC_K_RECORD,
     CDC_K_REPLAY,
+    CDC_K_SKIN,
+    CDC_K_TELEPORT,
     CDC_K_RAW,
 } cdc_kind;
 
@@ -280,6 +282,28 @@ clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64
     } while (0)
 
 #define CDC_KIND_BIT(k) ((uint32_t)1 << (k))
+
+/* A binary request (PROTOCOL.md "Binary requests"): begin checks the link
+ * and marks the output buffer, the caller appends the message (its request
+ * id from cdc_req_binary_id), end queues the ticket (ok false: drops what
+ * was appended, CLOTHD_E_NOMEM). */
+clothd_code cdc_req_begin_binary(cdc_req *r, clothd_client *c, cdc_kind kind, clothd_error *err);
+uint32_t cdc_req_binary_id(const cdc_req *r);
+clothd_code cdc_req_end_binary(cdc_req *r, bool ok, clothd_ticket *ticket, clothd_error *err);
+
+/* ---- garments (garments.c, binary.c) ---- */
+/* The binary encoders: append one whole request to `out`; false when out
+ * of memory (nothing appended then). `normals` may be NULL. */
+bool cdc_bin_skin(cdc_buf *out, uint32_t instance, uint32_t request_id, const float *positions,
+                  const float *normals, size_t count);
+bool cdc_bin_pin(cdc_buf *out, uint32_t instance, uint32_t request_id, const uint32_t *particles,
+                 const float *positions, size_t count);
+/* The material's newer members (inertia, painted properties): checked, then written. */
+clothd_code cdc_check_paint(const clothd_material *m, clothd_error *err);
+void cdc_put_garment_material(cdc_jw *w, const clothd_material *m);
+/* topology's painted arrays and "skinned" into t. */
+clothd_code cdc_read_painted(const cdc_jdoc *d, int root, clothd_topology *t, clothd_error *err);
+void cdc_free_painted(clothd_topology *t);
 
 /* Field writers for optionals: only set members are written. */
 void cdc_put_f(cdc_jw *w, const char *key, clothd_opt_f v);

@@ -587,6 +587,7 @@ void clothd_topology_free(clothd_topology *t)
         return;
     free(t->triangles);
     free(t->uvs);
+    cdc_free_painted(t);
     memset(t, 0, sizeof *t);
 }
 
@@ -623,6 +624,8 @@ static clothd_code decode_topology(clothd_client *c, const cdc_jdoc *d, int root
                 rc = malformed(err, "a uv is not a number");
         t->uv_count = m / 2;
     }
+    if (rc == CLOTHD_OK)
+        rc = cdc_read_painted(d, root, t, err);
     if (rc != CLOTHD_OK || t == &tmp)
         clothd_topology_free(t);
     return rc;

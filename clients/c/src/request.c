@@ -36,6 +36,8 @@ static const char *const kind_names[] = {
     [CDC_K_LOAD] = "load",
     [CDC_K_RECORD] = "record",
     [CDC_K_REPLAY] = "replay",
+    [CDC_K_SKIN] = "skin",
+    [CDC_K_TELEPORT] = "teleport",
     [CDC_K_RAW] = "a raw request",
 };
 
@@ -114,6 +116,36 @@ clothd_code cdc_req_end(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_out
         }
     }
     return queue(r, ticket, entry_out, err);
+}
+
+clothd_code cdc_req_begin_binary(cdc_req *r, clothd_client *c, cdc_kind kind, clothd_error *err)
+{
+    clothd_code rc = cdc_req_begin(r, c, kind, NULL, err);
+    if (rc == CLOTHD_OK)
+        cut(r); /* no JSON envelope: the caller appends the whole message */
+    return rc;
+}
+
+/* The header's u32 request id is the ticket; a ticket beyond it (after 4
+ * billion requests) goes as 0, and the reply (then without "id") is matched
+ * by its place alone, as clothd_send_line's are. */
+uint32_t cdc_req_binary_id(const cdc_req *r)
+{
+    return r->c->next_ticket <= UINT32_MAX ? (uint32_t)r->c->next_ticket : 0;
+}
+
+clothd_code cdc_req_end_binary(cdc_req *r, bool ok, clothd_ticket *ticket, clothd_error *err)
+{
+    if (!ok) {
+        cut(r);
+        return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory writing a %s request", kind_names[r->kind]);
+    }
+    bool anonymous = cdc_req_binary_id(r) == 0;
+    cdc_entry *e = NULL;
+    clothd_code rc = queue(r, ticket, &e, err);
+    if (e != NULL && anonymous)
+        e->any_id = true;
+    return rc;
 }
 
 clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64_t deadline, bool raw,

@@ -356,6 +356,39 @@ CLOTHD_API bool clothd_take_async_error(clothd_client *c, clothd_error *err);
  * failed call leaves it safe to free; what it owns is listed at its type.
  */
 
+/* A painted per-vertex property (PROTOCOL.md "Painted properties"), in
+ * `create` and `set`: not sent (the zero value), one number for every
+ * vertex, one per vertex (`values`, `count` floats, read during the call),
+ * or cleared (the wire's null: unpainted again). */
+typedef enum clothd_paint_mode {
+    CLOTHD_PAINT_UNSET = 0,
+    CLOTHD_PAINT_ALL,     /* value, for every vertex */
+    CLOTHD_PAINT_EACH,    /* values[count], one per vertex */
+    CLOTHD_PAINT_CLEAR,   /* null: unpainted */
+} clothd_paint_mode;
+
+typedef struct clothd_paint {
+    clothd_paint_mode mode;
+    float value;
+    const float *values;
+    size_t count;
+} clothd_paint;
+static inline clothd_paint clothd_paint_all(float v)
+{
+    clothd_paint p = {CLOTHD_PAINT_ALL, v, NULL, 0};
+    return p;
+}
+static inline clothd_paint clothd_paint_each(const float *values, size_t count)
+{
+    clothd_paint p = {CLOTHD_PAINT_EACH, 0, values, count};
+    return p;
+}
+static inline clothd_paint clothd_paint_clear(void)
+{
+    clothd_paint p = {CLOTHD_PAINT_CLEAR, 0, NULL, 0};
+    return p;
+}
+
 /* Options of `create` (all but the layout) and of `set`. */
 typedef struct clothd_material {
     clothd_opt_f mass;               /* kg in total */
@@ -382,6 +415,15 @@ typedef struct clothd_material {
     clothd_opt_f volume_compliance;
     clothd_opt_i lod;                /* [0, 3] level of detail, 0 full (PROTOCOL.md, create) */
     clothd_opt_f priority;           /* a step's budget lowers the lowest first */
+    clothd_opt_f linear_inertia;     /* [0, 1]: share of the inertia frame's move felt; 0: local space */
+    clothd_opt_f angular_inertia;    /* [0, 1]: the same for its turn */
+    /* Painted per vertex (any instance type); see clothd_paint. */
+    clothd_paint inv_mass_scale;           /* [0, 1000], 0: moved only by its skin */
+    clothd_paint max_distance;             /* m from the skinned position; 0: follows the skin */
+    clothd_paint backstop_distance;        /* m behind the skin, along -normal */
+    clothd_paint backstop_radius;          /* m, the backstop sphere; 0: none */
+    clothd_paint stretch_compliance_scale; /* XPBD stretch/shear compliance times the ends' mean */
+    clothd_paint bend_compliance_scale;    /* the same for bending */
 } clothd_material;
 
 typedef struct clothd_cloth_options {
@@ -415,6 +457,17 @@ typedef struct clothd_softbody_options {
 } clothd_softbody_options;
 CLOTHD_API clothd_softbody_options clothd_softbody_default(void);
 
+/* A cloth cut as a triangle mesh (PROTOCOL.md "Mesh cloth"): the grid's
+ * layout options do not apply. Arrays are read during the call only. */
+typedef struct clothd_mesh_cloth_options {
+    const float *vertices;           /* 3*vertex_count floats: rest shape and start */
+    size_t vertex_count;
+    const uint32_t *triangles;       /* 3*triangle_count indices, any winding */
+    size_t triangle_count;
+    const float *uvs;                /* 2*vertex_count floats, handed back by topology; NULL: none */
+    clothd_material material;
+} clothd_mesh_cloth_options;
+
 typedef struct clothd_created {
     clothd_instance instance;
     uint32_t particles;
@@ -431,7 +484,12 @@ CLOTHD_API clothd_code clothd_create_softbody(clothd_client *c, const clothd_sof
                                               clothd_created *out, clothd_error *err);
 CLOTHD_API clothd_code clothd_send_create_softbody(clothd_client *c, const clothd_softbody_options *o,
                                                    clothd_ticket *ticket, clothd_error *err);
-/* The reply of either create. */
+/* create with "vertices" and "triangles" (a mesh cloth); o is required. */
+CLOTHD_API clothd_code clothd_create_mesh_cloth(clothd_client *c, const clothd_mesh_cloth_options *o,
+                                                clothd_created *out, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_create_mesh_cloth(clothd_client *c, const clothd_mesh_cloth_options *o,
+                                                     clothd_ticket *ticket, clothd_error *err);
+/* The reply of any create. */
 CLOTHD_API clothd_code clothd_recv_create(clothd_client *c, clothd_ticket ticket, clothd_created *out,
                                           clothd_error *err);
 
@@ -456,6 +514,18 @@ CLOTHD_API clothd_code clothd_send_pin(clothd_client *c, clothd_instance inst, c
 /* The count of pin, unpin or attach ("pinned", "unpinned", "attached"). */
 CLOTHD_API clothd_code clothd_recv_count(clothd_client *c, clothd_ticket ticket, uint32_t *count,
                                          clothd_error *err);
+
+/* pin with positions as one binary request (PROTOCOL.md "Binary requests",
+ * kind 2): `count` particles and 3*count floats, 16 bytes a particle and no
+ * JSON. Same checks and reply as clothd_pin; collect with clothd_recv_count.
+ * Non-finite positions are sent as they are: the server answers
+ * invalid_argument. Arrays are read during the call only. */
+CLOTHD_API clothd_code clothd_pin_bulk(clothd_client *c, clothd_instance inst, const uint32_t *particles,
+                                       const float *positions, size_t count, uint32_t *pinned,
+                                       clothd_error *err);
+CLOTHD_API clothd_code clothd_send_pin_bulk(clothd_client *c, clothd_instance inst, const uint32_t *particles,
+                                            const float *positions, size_t count, clothd_ticket *ticket,
+                                            clothd_error *err);
 
 typedef struct clothd_unpin_options {
     clothd_opt_u particle;
@@ -712,6 +782,7 @@ CLOTHD_API clothd_code clothd_send_set(clothd_client *c, clothd_instance inst, c
 typedef struct clothd_transform_options {
     clothd_opt_v3 position;   /* required by the server */
     clothd_opt_v4 rotation;   /* quaternion x, y, z, w */
+    clothd_opt_b inertia_frame; /* true: the instance's inertia frame (linear/angular_inertia); false: not */
 } clothd_transform_options;
 CLOTHD_API clothd_code clothd_transform(clothd_client *c, clothd_instance inst, const char *name,
                                         const clothd_transform_options *o, clothd_error *err);
@@ -734,15 +805,19 @@ CLOTHD_API clothd_code clothd_send_attach(clothd_client *c, clothd_instance inst
                                           const clothd_attach_options *o, clothd_ticket *ticket,
                                           clothd_error *err);
 
-/* topology: owns triangles and uvs: clothd_topology_free. */
+/* topology: owns triangles, uvs and the painted arrays: clothd_topology_free. */
 typedef struct clothd_topology {
     clothd_instance instance;
     clothd_kind kind;
     uint32_t particles;
     uint32_t *triangles;      /* 3*triangle_count particle indices, counter-clockwise from outside */
     size_t triangle_count;
-    float *uvs;               /* cloth: 2 per particle; soft body: NULL */
+    float *uvs;               /* grid cloth, or a mesh cloth created with uvs: 2 per particle; else NULL */
     size_t uv_count;          /* pairs */
+    /* The painted properties: `particles` floats each, NULL when unpainted. */
+    float *inv_mass_scale, *max_distance, *backstop_distance, *backstop_radius;
+    float *stretch_compliance_scale, *bend_compliance_scale;
+    bool skinned;             /* the instance has had a skin */
 } clothd_topology;
 /* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_topology_free(clothd_topology *t);
@@ -751,6 +826,38 @@ CLOTHD_API clothd_code clothd_get_topology(clothd_client *c, clothd_instance ins
 CLOTHD_API clothd_code clothd_send_topology(clothd_client *c, clothd_instance inst, clothd_ticket *ticket,
                                             clothd_error *err);
 CLOTHD_API clothd_code clothd_recv_topology(clothd_client *c, clothd_ticket ticket, clothd_topology *out,
+                                            clothd_error *err);
+
+/* skin: the garment's animated pose for the next step (PROTOCOL.md
+ * "skin"): one position per particle and optionally the skin's normals
+ * (pointing away from the body; NULL: the server derives them). Sent as
+ * the binary request (kind 1: 24 bytes a vertex with normals, no JSON to
+ * print or parse) unless `json` is set. Non-finite values: the binary form
+ * sends them and the server answers invalid_argument; the JSON form refuses
+ * them (CLOTHD_E_USAGE). Arrays are read during the call only. */
+typedef struct clothd_skin_options {
+    const float *positions;   /* 3*vertex_count floats; required */
+    const float *normals;     /* 3*vertex_count floats, or NULL */
+    size_t vertex_count;
+    bool json;                /* the JSON request instead of the binary one */
+} clothd_skin_options;
+CLOTHD_API clothd_code clothd_skin(clothd_client *c, clothd_instance inst, const clothd_skin_options *o,
+                                   clothd_error *err);
+CLOTHD_API clothd_code clothd_send_skin(clothd_client *c, clothd_instance inst, const clothd_skin_options *o,
+                                        clothd_ticket *ticket, clothd_error *err);
+
+/* teleport: move the whole instance rigidly, p -> pivot + rotation (p -
+ * pivot) + translation, with no velocity spike (particles and their
+ * history, pins, skin, transforms, attached colliders). Unset: identity. */
+typedef struct clothd_teleport_options {
+    clothd_opt_v3 translation;
+    clothd_opt_v4 rotation;   /* quaternion x, y, z, w */
+    clothd_opt_v3 pivot;
+} clothd_teleport_options;
+CLOTHD_API clothd_code clothd_teleport(clothd_client *c, clothd_instance inst,
+                                       const clothd_teleport_options *o, clothd_error *err);
+CLOTHD_API clothd_code clothd_send_teleport(clothd_client *c, clothd_instance inst,
+                                            const clothd_teleport_options *o, clothd_ticket *ticket,
                                             clothd_error *err);
 
 /* ping */
