@@ -106,8 +106,10 @@ c-codes-check: $(C_OUT)/gen_codes
 # The examples: the game loop in C against the shared library (found by
 # rpath), the C++ wrapper against the static one, and the game loop once more
 # built only from `pkg-config --cflags --libs clothd` (the uninstalled .pc).
-C_EXAMPLES := $(C_OUT)/examples/cape $(C_OUT)/examples/raii $(C_OUT)/examples/cape-pkgconfig
-$(C_OUT)/examples/cape: $(C_DIR)/examples/cape.c $(C_OUT)/$(C_SONAME) $(C_OUT)/libclothd.so
+C_EXAMPLES := $(C_OUT)/examples/cape $(C_OUT)/examples/raii $(C_OUT)/examples/cape-pkgconfig \
+              $(C_OUT)/examples/walking_cape
+$(C_OUT)/examples/cape $(C_OUT)/examples/walking_cape: $(C_OUT)/examples/%: $(C_DIR)/examples/%.c \
+                                                      $(C_OUT)/$(C_SONAME) $(C_OUT)/libclothd.so
 	@mkdir -p $(dir $@)
 	$(CC) $(C_WARN) -O2 -I$(C_DIR)/include $< -o $@ -L$(C_OUT) -lclothd -Wl,-rpath,$(abspath $(C_OUT)) -lm
 $(C_OUT)/examples/cape-pkgconfig: $(C_DIR)/examples/cape.c $(C_OUT)/clothd-uninstalled.pc $(C_OUT)/libclothd.so
@@ -125,7 +127,8 @@ $(C_OUT)/c_tests: $(call c_test_obj,$(C_TEST_SRC)) $(C_OUT)/libclothd.a
 	$(CC) $^ -o $@ -lpthread -lm
 $(C_OUT)/c_tests_san: $(call c_san_obj,$(C_TEST_SRC) $(C_LIB_SRC))
 	$(CC) $(C_SAN) $^ -o $@ -lpthread -lm
-$(C_OUT)/san/examples/cape: $(C_DIR)/examples/cape.c $(call c_san_obj,$(C_LIB_SRC))
+$(C_OUT)/san/examples/cape $(C_OUT)/san/examples/walking_cape: $(C_OUT)/san/examples/%: $(C_DIR)/examples/%.c \
+                                                              $(call c_san_obj,$(C_LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(C_WARN) -O1 -g $(C_SAN) -I$(C_DIR)/include $^ -o $@ -lm
 $(C_OUT)/san/examples/raii: $(C_DIR)/examples/raii.cpp $(call c_san_obj,$(C_LIB_SRC))
@@ -175,6 +178,7 @@ c-test: $(BUILD)/clothd c-client c-codes-check $(C_OUT)/c_tests $(C_EXAMPLES) c-
 	$(C_TEST_ENV) CLOTHD_C_EXAMPLES=$(abspath $(C_OUT)/examples) ./$(C_OUT)/c_tests
 
 c-test-asan: $(BUILD)/clothd $(C_OUT)/c_tests_san $(C_OUT)/san/examples/cape $(C_OUT)/san/examples/raii \
+             $(C_OUT)/san/examples/walking_cape \
              $(C_OUT)/locale/de_DE.UTF-8
 	@mkdir -p $(C_OUT)/logs
 	$(C_TEST_ENV) CLOTHD_C_EXAMPLES=$(abspath $(C_OUT)/san/examples) \

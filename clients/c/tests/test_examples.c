@@ -1,7 +1,8 @@
 /* The examples, built by the Makefile and run here against the shared
  * server with their output asserted: the C game loop (a cape on a walking
  * capsule at 60 Hz), the same loop built from `pkg-config clothd` alone,
- * the C++ RAII wrapper, and the C# P/Invoke snippet under mono. An example
+ * the C++ RAII wrapper, the C# P/Invoke snippet under mono, and the
+ * skinned cape on a walking character with its --check. An example
  * that is not built in this configuration (the ASan run has no C#) is
  * reported as skipped. */
 #include "harness.h"
@@ -105,7 +106,39 @@ static void the_csharp_snippet_should_work(void)
           "%s", out);
 }
 
+/* The skinned cape on a walking character (8 capsules on 4 transforms, a
+ * binary skin each frame) for 2 s with --check: it exits 1 when a particle
+ * sank > 5 mm into the body or strayed > 1 cm beyond its reach. */
+static void the_walking_cape_should_stay_out_of_the_body(void)
+{
+    char bin[1024], cmd[1200], out[4096];
+    if (!example("walking_cape", bin, sizeof bin))
+        return;
+    snprintf(cmd, sizeof cmd, "%s --port %u --seconds 2 --check", bin, (unsigned)ct_main_server.port);
+    int rc = ct_run(cmd, out, sizeof out);
+    REQUIRE(rc == 0, "%s exited %d:\n%s", cmd, rc, out);
+    unsigned verts = 0, tris = 0;
+    int frames = 0, errors = -1;
+    float depth = -1, stray = -1, hem = -1;
+    CHECK(sscanf(line_with(out, "t= 2.0s"), "t= 2.0s  deepest in the body %*f m  beyond reach %*f m  hem %f", &hem) == 1,
+          "%s", out);
+    const char *summary = line_with(out, " vertices, ");
+    while (summary > out && summary[-1] != '\n')
+        summary--; /* the summary line starts with the vertex count */
+    CHECK(sscanf(summary, "%u vertices, %u triangles, %d frames; worst: %f m inside the body, %f m beyond reach; "
+                 "errors of queued requests: %d", &verts, &tris, &frames, &depth, &stray, &errors) == 6, "%s", out);
+    CHECK(verts == 30 * 24 - 12 && tris == 2 * 29 * 23 - 2 * 15, "the sheet less its neck: %u vertices, %u triangles",
+          verts, tris);
+    CHECK(frames == 120 && errors == 0, "120 frames, every queued transform and skin accepted (%d errors)", errors);
+    CHECK(depth >= 0 && depth <= 0.005f && stray >= 0 && stray <= 0.01f, "depth %.4f, stray %.4f", (double)depth,
+          (double)stray);
+    CHECK(hem > 0.05f && hem < 0.5f, "the hem swings off its skinned place, within its 0.5 m reach: %.3f m",
+          (double)hem);
+    printf("     %.*s\n", (int)strcspn(summary, "\n"), summary);
+}
+
 const ct_test ct_example_tests[] = {
+    {"examples: the walking cape (skinned mesh, 8 capsules, binary skin) --check", the_walking_cape_should_stay_out_of_the_body, 60},
     {"examples: the C game loop (a cape on a walking capsule, 60 Hz)", the_cape_game_loop_should_run_at_60_hz, 20},
     {"examples: the game loop built with pkg-config", the_pkg_config_build_should_run_too, 20},
     {"examples: the C++ RAII wrapper", the_cpp_wrapper_should_work, 0},
