@@ -7,6 +7,7 @@
 #   make c-test-asan    the same tests built with ASan+UBSan
 #   make c-codes        rewrite include/clothd/codes.h from solver/errors.h
 #   make c-bench        the cost of a `step` round trip, the C client beside the Python client
+#   make c-bench-skin   the cost of a 1,960-vertex `skin` round trip, binary against JSON
 #
 # For an install rule: CLOTHD_C_LIBS (the built libraries, symlinks included),
 # CLOTHD_C_HEADERS (the public headers, to go under include/clothd/) and
@@ -39,7 +40,7 @@ C_MCS   := $(shell command -v mcs 2>/dev/null)
 DEB_TEST += gcc-mingw-w64-x86-64 mono-mcs g++ locales
 
 CLIENT_TESTS += c-test c-test-asan
-.PHONY: c-pc-always c-client c-test c-test-asan c-codes c-codes-check c-mingw c-csharp c-bench
+.PHONY: c-pc-always c-client c-test c-test-asan c-codes c-codes-check c-mingw c-csharp c-bench c-bench-skin
 
 c_pic_obj = $(patsubst $(C_DIR)/%.c,$(C_OUT)/pic/%.o,$(1))
 c_san_obj = $(patsubst $(C_DIR)/%.c,$(C_OUT)/san/%.o,$(1))
@@ -193,5 +194,14 @@ $(C_OUT)/bench/roundtrip: $(C_DIR)/bench/roundtrip.c $(C_OUT)/libclothd.a
 c-bench: $(BUILD)/clothd $(C_OUT)/bench/roundtrip
 	python3 $(C_DIR)/bench/roundtrip.py --clothd $(BUILD)/clothd --c-bench $(C_OUT)/bench/roundtrip \
 	  --steps $(C_BENCH_STEPS)
+
+# One 1,960-vertex skin (positions and normals), binary against JSON, N
+# blocking round trips each; it starts its own clothd.
+C_BENCH_SKIN_REQUESTS ?= 100
+$(C_OUT)/bench/skin: $(C_DIR)/bench/skin.c $(C_OUT)/libclothd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(C_WARN) -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@ -lm
+c-bench-skin: $(BUILD)/clothd $(C_OUT)/bench/skin
+	./$(C_OUT)/bench/skin --clothd $(BUILD)/clothd --requests $(C_BENCH_SKIN_REQUESTS)
 
 -include $(wildcard $(C_OUT)/pic/src/*.d $(C_OUT)/obj/tests/*.d $(C_OUT)/san/src/*.d $(C_OUT)/san/tests/*.d)

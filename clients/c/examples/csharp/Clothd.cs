@@ -83,6 +83,16 @@ namespace Clothd
         public IntPtr OnFrame, OnEvent, User;
     }
 
+    // clothd_paint: a painted per-vertex property (mode 0 unset, 1 all, 2 each, 3 clear).
+    [StructLayout(LayoutKind.Sequential)]
+    public struct Paint
+    {
+        public int Mode;
+        public float Value;
+        public IntPtr Values;          // float*, pinned by the caller for the call
+        public UIntPtr Count;
+    }
+
     [StructLayout(LayoutKind.Sequential)]
     public struct Material
     {
@@ -91,11 +101,14 @@ namespace Clothd
         public OptV3 Gravity;
         public OptF StretchCompliance, BendCompliance;
         public OptI Iterations, Substeps;
-        public OptF VelocityRetention, Thickness, ParticleMass;
-        public int WindModel; // 0 unset, 1 aero, 2 constant
+        public OptF SolverFrequency, VelocityRetention, Thickness, ParticleMass;
+        public int WindModel; // 0 unset, 1 aero, 2 constant, 3 dragLift
         public OptF AirDensity, Drag, Lift;
         public OptB Tethers;
         public OptF TetherScale, SleepThreshold, SelfDistance, VolumeStiffness, VolumeCompliance;
+        public OptF LinearInertia, AngularInertia;
+        public Paint InvMassScale, MaxDistance, BackstopDistance, BackstopRadius;
+        public Paint StretchComplianceScale, BendComplianceScale;
     }
 
     [StructLayout(LayoutKind.Sequential)]
