@@ -120,6 +120,64 @@ export interface InstanceOptions {
   lod?: number;
   /** How much the instance's detail matters; a step's budget lowers the lowest first. */
   priority?: number;
+  /** m, 0 is off: unconnected particles closer than this push apart. */
+  selfDistance?: number;
+  /** [0, 1]: the share of the inertia frame's move the cloth feels (default 1; 0: its local space). */
+  linearInertia?: number;
+  /** [0, 1]: the same for the frame's rotation. */
+  angularInertia?: number;
+  /** Painted per vertex (PROTOCOL.md "Painted properties"): a number for every
+   *  vertex, one per vertex, or null (unpainted again). [0, 1000]; 0: moved only by its skin. */
+  invMassScale?: Paint;
+  /** m from the skinned position; 0: follows the skin exactly. */
+  maxDistance?: Paint;
+  /** m behind the skinned position (along -normal) where the backstop sphere's surface lies. */
+  backstopDistance?: Paint;
+  /** m, the backstop sphere's radius; 0: none. */
+  backstopRadius?: Paint;
+  /** XPBD only: structural and shear compliance times the mean of the ends' values. */
+  stretchComplianceScale?: Paint;
+  /** XPBD only: the same for bending. */
+  bendComplianceScale?: Paint;
+}
+
+/** A painted property's value: one for all vertices, one per vertex, or null (clear). */
+export type Paint = number | ArrayLike<number> | null;
+
+/** The painted properties' names, as topology reports them. */
+export type PaintedName =
+  | 'invMassScale'
+  | 'maxDistance'
+  | 'backstopDistance'
+  | 'backstopRadius'
+  | 'stretchComplianceScale'
+  | 'bendComplianceScale';
+
+export interface MeshClothOptions extends InstanceOptions {
+  /** u, v per vertex; handed back by topology. */
+  uvs?: ArrayLike<number>;
+}
+
+export interface TeleportOptions {
+  translation?: Vec3Like;
+  /** A quaternion [x, y, z, w]. */
+  rotation?: ArrayLike<number>;
+  pivot?: Vec3Like;
+}
+
+export interface Topology {
+  instance: number;
+  type: 'cloth' | 'softbody';
+  particles: number;
+  /** 3 particle indices per triangle, counter-clockwise from outside. */
+  triangles: Uint32Array;
+  /** u, v per particle: a grid, or a mesh cloth created with uvs; else null. */
+  uvs: Float32Array | null;
+  /** The painted properties, one value per particle; unpainted ones are absent. */
+  painted: Partial<Record<PaintedName, Float32Array>>;
+  /** The instance has had a skin. */
+  skinned: boolean;
+  reply: Reply;
 }
 
 export interface CreateClothOptions extends InstanceOptions {
@@ -389,6 +447,20 @@ export const FLAG_QUANTIZED: 1;
 export const FLAG_VELOCITIES: 2;
 export const FLAG_NORMALS: 4;
 export const CHANNELS: readonly Channel[];
+
+/**
+ * One binary request (PROTOCOL.md "Binary requests"): kind 1 skin, 2 pin;
+ * `id` the reply's id (0: none); flags bit 0: normals follow (skin); the
+ * arrays (Uint32Array, Float32Array) written little-endian after the header.
+ */
+export function encodeBinaryRequest(
+  kind: number,
+  instance: number,
+  id: number,
+  count: number,
+  flags: number,
+  arrays: ArrayLike<Uint32Array | Float32Array>,
+): Buffer;
 /** This package's version. */
 export const VERSION: string;
 /** "CLOTHD_TOKEN": where a client finds its token when given none. */
@@ -482,8 +554,33 @@ export class Client extends EventEmitter {
   createCloth(options?: CreateClothOptions): Promise<number>;
   /** Changes a live instance's options (not the layout). */
   set(instance: number, options: InstanceOptions): Promise<void>;
-  /** Creates or moves a named transform; rotation is a quaternion [x, y, z, w]. */
-  transform(instance: number, name: string, position: Vec3Like, rotation?: ArrayLike<number>): Promise<void>;
+  /** Creates or moves a named transform; rotation is a quaternion [x, y, z, w]; inertiaFrame marks (or unmarks) the instance's inertia frame. */
+  transform(
+    instance: number,
+    name: string,
+    position: Vec3Like,
+    rotation?: ArrayLike<number>,
+    options?: { inertiaFrame?: boolean },
+  ): Promise<void>;
+  /** A cloth cut as a triangle mesh: vertices as vec3s or flat (x, y, z each), 3 indices per triangle. */
+  createMeshCloth(
+    vertices: ArrayLike<Vec3Like> | ArrayLike<number>,
+    triangles: ArrayLike<number>,
+    options?: MeshClothOptions,
+  ): Promise<number>;
+  /** The garment's skinned pose for the next step; a binary request unless options.json. */
+  skin(
+    instance: number,
+    positions: ArrayLike<Vec3Like> | ArrayLike<number>,
+    normals?: ArrayLike<Vec3Like> | ArrayLike<number>,
+    options?: { json?: boolean },
+  ): Promise<void>;
+  /** pin with positions as one binary request; resolves with `pinned`. */
+  pinBulk(instance: number, particles: ArrayLike<number>, positions: ArrayLike<Vec3Like> | ArrayLike<number>): Promise<number>;
+  /** Moves the whole instance rigidly, with no velocity spike. */
+  teleport(instance: number, options?: TeleportOptions): Promise<void>;
+  /** Triangles, uvs, painted properties and whether the instance is skinned. */
+  topology(instance: number): Promise<Topology>;
   attach(instance: number, name: string, particle: number, options?: { offset?: Vec3Like }): Promise<number>;
   attach(instance: number, name: string, particles: ArrayLike<number>, options?: { offsets?: ArrayLike<Vec3Like> }): Promise<number>;
   destroy(instance: number): Promise<void>;

@@ -71,6 +71,64 @@ function vecList(list) {
 // Create/set fields that are vectors (sent as arrays whatever array-like is given).
 const VECTOR_FIELDS = ['origin', 'right', 'down', 'gravity'];
 
+// The painted per-vertex properties (PROTOCOL.md "Painted properties"): in
+// create and set a number (every vertex), an array (one per vertex) or
+// null (unpainted again); topology hands the painted ones back.
+const PAINTED = [
+  'invMassScale',
+  'maxDistance',
+  'backstopDistance',
+  'backstopRadius',
+  'stretchComplianceScale',
+  'bendComplianceScale',
+];
+
+// Binary requests (PROTOCOL.md "Binary requests"): 0x89 'C' 'L' 'R', a
+// 32-byte little-endian header, then raw u32 and f32 arrays.
+const REQUEST_MAGIC = Buffer.from([0x89, 0x43, 0x4c, 0x52]);
+const REQUEST_HEADER_SIZE = 32;
+const REQUEST_SKIN = 1;
+const REQUEST_PIN = 2;
+const REQUEST_FLAG_NORMALS = 1;
+
+/** Vertices as one flat list of numbers: vec3s, or already flat (any array-like). */
+function flatFloats(list, what) {
+  if (list === undefined || list === null) return undefined;
+  const items = Array.from(list);
+  const out = items.length > 0 && typeof items[0] === 'object' ? items.flatMap((v) => Array.from(v)) : items;
+  if (out.length % 3 !== 0) throw new TypeError(`${what}: ${out.length} numbers is not 3 per vertex`);
+  return out;
+}
+
+/**
+ * One binary request: the header (request id `id`, 0: no id in the reply)
+ * and the payload arrays, each a Uint32Array or Float32Array written
+ * little-endian. Returns a Buffer.
+ */
+function encodeBinaryRequest(kind, instance, id, count, flags, arrays) {
+  const length = REQUEST_HEADER_SIZE + arrays.reduce((n, a) => n + 4 * a.length, 0);
+  if (length > 0xffffffff) throw new RangeError('binary request: longer than its u32 length field');
+  const buf = Buffer.alloc(length);
+  REQUEST_MAGIC.copy(buf, 0);
+  buf.writeUInt16LE(1, 4);
+  buf.writeUInt16LE(flags, 6);
+  buf.writeUInt32LE(length, 8);
+  buf.writeUInt32LE(instance >>> 0, 12);
+  buf.writeUInt32LE(kind, 16);
+  buf.writeUInt32LE(id >>> 0, 20);
+  buf.writeUInt32LE(count >>> 0, 24);
+  buf.writeUInt32LE(0, 28);
+  let off = REQUEST_HEADER_SIZE;
+  for (const a of arrays) {
+    const float = a instanceof Float32Array;
+    for (let i = 0; i < a.length; i++, off += 4) {
+      if (float) buf.writeFloatLE(a[i], off);
+      else buf.writeUInt32LE(a[i], off);
+    }
+  }
+  return buf;
+}
+
 function idList(list) {
   return list === undefined || list === null ? undefined : Array.from(list);
 }
@@ -432,6 +490,24 @@ class Client extends EventEmitter {
     return this._enqueue(`${body}\n`, undefined, null);
   }
 
+  /**
+   * Sends a binary request (kind 1 skin, 2 pin) and resolves with its JSON
+   * reply, as request() does. Its request id is the client's next id (a
+   * u32 in the header; beyond 2^32 - 1 it goes as 0 and the reply, then
+   * without an id, is taken by its place).
+   */
+  _binaryRequest(cmd, kind, instance, count, flags, arrays) {
+    const id = this._nextId++;
+    const wireId = id <= 0xffffffff ? id : 0;
+    let message;
+    try {
+      message = encodeBinaryRequest(kind, instance, wireId, count, flags, arrays);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this._enqueue(message, wireId === 0 ? undefined : id, wireId === 0 ? null : cmd);
+  }
+
   _enqueue(line, id, cmd) {
     if (this._state === 'closed')
       return Promise.reject(new ConnectionClosed(this._closedMessage ?? 'clothd: the connection is closed'));
@@ -473,7 +549,9 @@ class Client extends EventEmitter {
     let i = 0;
     while (i < lines.length) {
       let batch = lines[i++];
-      while (i < lines.length && batch.length < WRITE_BATCH_BYTES) batch += lines[i++];
+      // Lines are joined; a binary request (a Buffer) goes on its own.
+      while (typeof batch === 'string' && i < lines.length && typeof lines[i] === 'string' &&
+             batch.length < WRITE_BATCH_BYTES) batch += lines[i++];
       this._stats.writes++;
       if (!this._socket.write(batch)) {
         this._blocked = true;
@@ -663,8 +741,106 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Creates a cloth cut as a triangle mesh (a cape, a skirt, a flag with a
+   * hole); resolves with its id. `vertices`: vec3s or a flat list (x, y, z
+   * per vertex; a Float32Array works), `triangles`: 3 indices each (any
+   * winding). opts: `uvs` (2 per vertex, handed back by topology), the
+   * cloth options but the grid's layout, and the painted properties
+   * (maxDistance, backstopDistance, backstopRadius, invMassScale,
+   * stretchComplianceScale, bendComplianceScale: a number, or one per
+   * vertex).
+   */
+  createMeshCloth(vertices, triangles, opts = {}) {
+    let fields;
+    try {
+      fields = { ...opts, vertices: flatFloats(vertices, 'vertices'), triangles: idList(triangles) };
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (opts.uvs !== undefined) fields.uvs = Array.from(opts.uvs);
+    return this.create('cloth', fields);
+  }
+
+  /**
+   * The garment's animated pose for the next step: one skinned position
+   * per particle and optionally the skin's normals (pointing away from the
+   * body; omitted: the server derives them), as vec3s or flat lists (a
+   * Float32Array is sent without a copy into numbers). Sent as the binary
+   * request (24 bytes a vertex with normals, no JSON) unless opts.json.
+   * A non-finite value is refused by the server (binary) or turned into
+   * null by JSON (then refused as a type error).
+   */
+  async skin(instance, positions, normals, opts = {}) {
+    const pos = flatFloats(positions, 'positions');
+    const nrm = flatFloats(normals, 'normals');
+    if (pos === undefined) throw new TypeError('skin: positions required');
+    if (opts.json) {
+      await this.request('skin', { instance, positions: pos, normals: nrm });
+      return;
+    }
+    if (nrm !== undefined && nrm.length !== pos.length)
+      throw new TypeError(`skin: ${nrm.length / 3} normals for ${pos.length / 3} positions`);
+    const arrays = [Float32Array.from(pos)];
+    if (nrm !== undefined) arrays.push(Float32Array.from(nrm));
+    await this._binaryRequest('skin', REQUEST_SKIN, instance, pos.length / 3, nrm ? REQUEST_FLAG_NORMALS : 0, arrays);
+  }
+
+  /**
+   * Pins many particles at positions (vec3s or flat) in one binary request,
+   * the twin of pin(instance, particles, {positions}); resolves with the
+   * `pinned` count.
+   */
+  async pinBulk(instance, particles, positions) {
+    const ids = Uint32Array.from(particles);
+    const pos = flatFloats(positions, 'positions') ?? [];
+    if (pos.length !== 3 * ids.length)
+      throw new TypeError(`pinBulk: ${pos.length / 3} positions for ${ids.length} particles`);
+    const reply = await this._binaryRequest('pin', REQUEST_PIN, instance, ids.length, 0, [ids, Float32Array.from(pos)]);
+    return reply.pinned;
+  }
+
+  /**
+   * Moves the whole instance rigidly, p -> pivot + rotation (p - pivot) +
+   * translation (opts.translation, opts.rotation a quaternion [x, y, z, w],
+   * opts.pivot; each default identity): particles with their velocities,
+   * pins, skin, transforms and attached colliders, with no velocity spike.
+   */
+  async teleport(instance, opts = {}) {
+    await this.request('teleport', {
+      instance,
+      translation: vec(opts.translation),
+      rotation: vec(opts.rotation),
+      pivot: vec(opts.pivot),
+    });
+  }
+
+  /**
+   * What a renderer needs once: `triangles` (Uint32Array, 3 per triangle,
+   * counter-clockwise from outside), `uvs` (Float32Array, 2 per particle:
+   * a grid, or a mesh cloth created with uvs; else null), `painted` (each
+   * painted property as a Float32Array, one per particle: maxDistance, ...)
+   * and `skinned` (whether the instance has had a skin).
+   */
+  async topology(instance) {
+    const reply = await this.request('topology', { instance });
+    const painted = {};
+    for (const name of PAINTED) if (Array.isArray(reply[name])) painted[name] = Float32Array.from(reply[name]);
+    return {
+      instance: reply.instance,
+      type: reply.type,
+      particles: reply.particles,
+      triangles: Uint32Array.from(reply.triangles ?? []),
+      uvs: Array.isArray(reply.uvs) ? Float32Array.from(reply.uvs) : null,
+      painted,
+      skinned: reply.skinned ?? false,
+      reply,
+    };
+  }
+
+  /**
    * Changes a live instance's options (any create option but the layout);
-   * only the fields given change. Wakes a sleeping instance.
+   * only the fields given change. Wakes a sleeping instance. Painted
+   * properties take a number, one value per vertex, or null (unpainted).
    */
   async set(instance, opts = {}) {
     const fields = { ...opts, instance };
@@ -675,10 +851,18 @@ class Client extends EventEmitter {
   /**
    * Creates or moves the instance's named transform: `position` and
    * `rotation` (a quaternion [x, y, z, w], default identity). Attached
-   * particles and colliders follow it.
+   * particles and colliders follow it. opts.inertiaFrame: true makes it
+   * the instance's inertia frame (the motion linearInertia and
+   * angularInertia scale), false unmarks it.
    */
-  async transform(instance, name, position, rotation) {
-    await this.request('transform', { instance, name, position: vec(position), rotation: vec(rotation) });
+  async transform(instance, name, position, rotation, opts = {}) {
+    await this.request('transform', {
+      instance,
+      name,
+      position: vec(position),
+      rotation: vec(rotation),
+      inertiaFrame: opts.inertiaFrame,
+    });
   }
 
   /**
@@ -952,6 +1136,7 @@ module.exports = {
   ConnectionClosed,
   FrameIterator,
   decodeFrame,
+  encodeBinaryRequest,
   frameSize,
   quantizedFrameSize,
   frameSizeFlags,
