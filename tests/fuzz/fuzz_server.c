@@ -12,7 +12,11 @@
  *      race each other (a destroy against a multi-instance step). Every
  *      reply must be exactly one line of valid JSON (cJSON), an object with
  *      a boolean "ok", an "error" {code, message} when ok is false, and the
- *      request's own "id" when it has one;
+ *      request's own "id" when it has one. A line that starts with 0x89 is
+ *      a binary request (PROTOCOL.md "Binary requests"): it is sent as the
+ *      server frames it, by the length in its header (its bytes may hold
+ *      '\n'), its reply must carry the header's request id, and after a
+ *      bad magic, like after line_too_long, the server closes;
  *   3. a second connection reads `status`, then `get`s every instance: an
  *      instance that is not reported unstable must hold only finite numbers
  *      (JSON cannot carry NaN: a NaN would show as null or as bad JSON);
@@ -52,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum {
     REPLY_TIMEOUT_MS = 50000, /* below run_fuzz.py's -timeout=60 */
+    MAX_LINE = 2048,          /* the server's --max-line (start_server) */
     MAX_MESSAGE = 64 << 20,
 };
 
@@ -131,7 +136,7 @@ static int start_server(server_thread *st)
         char port[16];
         snprintf(port, sizeof port, "%d", free_port());
         char *args[] = {"clothd", "--bind", "127.0.0.1", "--port", port, "--workers", "2",
-                        "--max-instances", "16", "--max-particles", "4096", "--max-line", "2048",
+                        "--max-instances", "16", "--max-particles", "4096", "--max-line", "2048", /* MAX_LINE */
                         "--log-level", "error", NULL};
         memset(st, 0, sizeof *st);
         st->opts = cd_default_server_options();
@@ -348,6 +353,25 @@ static bool valid_code(const char *code)
     return true;
 }
 
+static const unsigned char binary_magic[4] = {0x89, 'C', 'L', 'R'};
+
+static bool is_binary(const char *msg, size_t len)
+{
+    return len > 0 && (unsigned char)msg[0] == 0x89;
+}
+
+/* A binary request's reply has "id" = the header's request id, or none when
+ * it is 0 or the message was refused before its header was read (a bad
+ * magic; a length out of range, sent as its header alone). */
+static void check_binary_id(const cJSON *rid, const char *msg, size_t len)
+{
+    const unsigned char *h = (const unsigned char *)msg;
+    bool framed = len >= 32 && memcmp(h, binary_magic, 4) == 0 && le32(h + 8) == len;
+    uint32_t want = framed ? le32(h + 20) : 0;
+    if (want == 0 ? rid != NULL : !(cJSON_IsNumber(rid) && rid->valuedouble == (double)want))
+        finding("a binary request's reply does not carry its id %u", (unsigned)want);
+}
+
 /* Returns the error code (or NULL for ok:true). */
 static const char *check_reply(const cJSON *reply, const char *line, size_t len)
 {
@@ -367,7 +391,9 @@ static const char *check_reply(const cJSON *reply, const char *line, size_t len)
     }
     /* An id in the reply is the request's own: same type, same value. */
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(reply, "id");
-    if (rid != NULL) {
+    if (is_binary(line, len)) {
+        check_binary_id(rid, line, len);
+    } else if (rid != NULL) {
         cJSON *req = cJSON_ParseWithLength(line, len);
         const cJSON *qid = cJSON_GetObjectItemCaseSensitive(req, "id");
         bool same = qid != NULL &&
@@ -500,17 +526,16 @@ static void client_drain(client *c)
                     (int)(len > 300 ? 300 : len), line);
         c->head++;
         const char *code = check_reply(reply, line, len);
-        /* A line starting with 0x89 is a binary request to the server; one
-         * with a bad magic is parse_error, and the server closes after it
-         * as after line_too_long (PROTOCOL.md "Binary requests"). */
+        /* A binary request with a bad magic is parse_error, and the server
+         * closes after it as after line_too_long (PROTOCOL.md "Binary
+         * requests"). */
         const bool closes = code != NULL && (strcmp(code, "line_too_long") == 0 ||
-                                             (strcmp(code, "parse_error") == 0 && len > 0 &&
-                                              (unsigned char)line[0] == 0x89));
+                                             (is_binary(line, len) && strcmp(code, "parse_error") == 0));
         if (closes) {
             /* The server closes after this reply: nothing else may come. */
             while (!c->r.eof) {
                 if (read_reply(&c->r) != NULL)
-                    finding("a reply after line_too_long");
+                    finding("a reply after %s", code);
             }
             c->head = c->tail; /* later lines get no reply */
             c->open = false;
@@ -556,9 +581,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(pr.buf);
         take_signals_from_server();
     }
-    size_t max_lines = 1;
+    size_t max_lines = 1; /* requests: at most one per '\n' or binary message */
     for (size_t i = 0; i < size; i++)
-        max_lines += data[i] == '\n';
+        max_lines += data[i] == '\n' || data[i] == 0x89;
     client clients[2];
     client_open(&clients[0], fd, max_lines);
     client_open(&clients[1], -1, max_lines);
@@ -583,6 +608,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (!c->open)
             continue;
+        if (is_binary(line, len) && len >= 4 && memcmp(line, binary_magic, 4) == 0) {
+            /* The server frames it by its header, not by lines. */
+            size_t rest = size - (size_t)(line - copy);
+            uint32_t length = rest >= 32 ? le32((const unsigned char *)line + 8) : 0;
+            bool refused = rest >= 32 && (length < 32 || length > MAX_LINE); /* line_too_long on the header */
+            if (!refused && (rest < 32 || length > rest)) {
+                send_all(c->r.fd, line, rest); /* incomplete: the server waits, no reply */
+                pos = size;
+                continue;
+            }
+            size_t n = refused ? 32 : length;
+            send_all(c->r.fd, line, n);
+            pos = (size_t)(line - copy) + n;
+            c->pending[c->tail] = line;
+            c->pending_len[c->tail] = n;
+            c->tail++;
+            bool next_other = pos < size && (copy[pos] == '@') != (c == &clients[1]);
+            if (!next_other)
+                client_drain(c);
+            continue;
+        }
         char save = line[len];
         line[len] = '\n';
         send_all(c->r.fd, line, len + 1);
