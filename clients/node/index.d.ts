@@ -126,6 +126,8 @@ export interface InstanceOptions {
   linearInertia?: number;
   /** [0, 1]: the same for the frame's rotation. */
   angularInertia?: number;
+  /** [0, 1000]: a structural edge stretched beyond this strain tears (a mesh cloth, or a grid created with it); 0 never. */
+  tearStrain?: number;
   /** Painted per vertex (PROTOCOL.md "Painted properties"): a number for every
    *  vertex, one per vertex, or null (unpainted again). [0, 1000]; 0: moved only by its skin. */
   invMassScale?: Paint;
@@ -262,6 +264,8 @@ export interface StepReply extends Reply {
   actualMs?: number;
   /** With a budget only: the instances stepped below their own level. */
   degraded?: Degraded[];
+  /** The cloths that tore after this step (absent when none did): fetch their topology again. */
+  torn?: number[];
 }
 
 export interface Collider {

@@ -1,7 +1,8 @@
 /* Garments (issue 14): the skin that drives a cloth each frame (binary by
  * default, JSON on request), bulk pins as one binary request, teleport,
- * and the material's painted per-vertex properties with the topology
- * reply's painted arrays. The binary encoders are binary.c's. */
+ * and the material's newer members (inertia, tearing, the painted
+ * per-vertex properties) with the topology reply's painted arrays. The
+ * binary encoders are binary.c's. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -64,6 +65,7 @@ void cdc_put_garment_material(cdc_jw *w, const clothd_material *m)
 {
     cdc_put_f(w, "linearInertia", m->linear_inertia);
     cdc_put_f(w, "angularInertia", m->angular_inertia);
+    cdc_put_f(w, "tearStrain", m->tear_strain);
     for (size_t k = 0; k < PAINT_COUNT; k++) {
         const clothd_paint *p = paint_of(m, k);
         switch (p->mode) {

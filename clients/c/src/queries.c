@@ -114,6 +114,7 @@ void clothd_step_result_free(clothd_step_result *s)
     free(s->sleeping);
     free(s->impulses);
     free(s->degraded);
+    free(s->torn);
     memset(s, 0, sizeof *s);
 }
 
@@ -162,6 +163,8 @@ static clothd_code decode_step(clothd_client *c, const cdc_jdoc *d, int root, vo
     clothd_code rc = read_ids(d, cdc_jget(d, root, "unstable"), &s->unstable, &s->unstable_count, err);
     if (rc == CLOTHD_OK)
         rc = read_ids(d, cdc_jget(d, root, "sleeping"), &s->sleeping, &s->sleeping_count, err);
+    if (rc == CLOTHD_OK) /* absent unless a cloth tore */
+        rc = read_ids(d, cdc_jget(d, root, "torn"), &s->torn, &s->torn_count, err);
     int imp = cdc_jget(d, root, "impulses");
     size_t n = list_size(d, imp);
     if (rc == CLOTHD_OK && n > 0) {

@@ -2,8 +2,9 @@
  * PROTOCOL.md's vectors B1 and B2 byte for byte, then against the real
  * server a mesh cloth, painted properties in create and set and back in
  * topology, skin in both forms (the same positions after the same steps),
- * bulk pins, teleport and the inertia frame, and each one's error replies
- * with their exact codes and messages. */
+ * bulk pins, teleport and the inertia frame, tearing (the step reply's
+ * torn, the topology event), and each one's error replies with their exact
+ * codes and messages. */
 #include "harness.h"
 #include "internal.h"
 
@@ -469,6 +470,88 @@ static void the_inertia_frame_should_carry_the_cloth_by_its_share(void)
     clothd_close(c);
 }
 
+typedef struct topology_events {
+    int count;
+    uint32_t instance;
+} topology_events;
+
+static void on_topology_event(void *user, const clothd_event *e)
+{
+    topology_events *t = user;
+    if (strcmp(e->name, "topology") == 0) {
+        t->count++;
+        t->instance = e->instance.id;
+    }
+}
+
+/* PROTOCOL.md's "Tearing": a 24 x 12 sheet held by its left column and
+ * pulled by its right at 1 m/s tears; the step reply lists it in `torn`, a
+ * subscriber hears a topology event, and topology has the new vertices. */
+static void a_pulled_sheet_should_tear_and_say_so(void)
+{
+    enum { W = 24, H = 12 };
+    const float s = 0.05f;
+    topology_events events = {0, 0};
+    clothd_options opt = clothd_options_default();
+    opt.port = ct_main_server.port;
+    opt.on_event = on_topology_event;
+    opt.user = &events;
+    clothd_client *c = NULL;
+    clothd_error err;
+    REQUIRE_OK(clothd_connect(&opt, &c, &err), err);
+    clothd_cloth_options o = clothd_cloth_default();
+    o.width = clothd_i(W);
+    o.height = clothd_i(H);
+    o.spacing = clothd_f(s);
+    o.material.gravity = clothd_v3(0, 0, 0);
+    o.material.tear_strain = clothd_f(0.3f);
+    o.material.sleep_threshold = clothd_f(0);
+    clothd_created cr;
+    REQUIRE_OK(clothd_create_cloth(c, &o, &cr, &err), err);
+    clothd_subscribe_options so = {0};
+    so.instance = cr.instance;
+    REQUIRE_OK(clothd_subscribe(c, &so, NULL, &err), err);
+    uint32_t left[H], right[H];
+    float at[3 * H];
+    for (int y = 0; y < H; y++)
+        left[y] = (uint32_t)(y * W), right[y] = (uint32_t)(y * W + W - 1);
+    clothd_pin_options pin = {0};
+    pin.particles = left;
+    pin.particle_count = H;
+    REQUIRE_OK(clothd_pin(c, cr.instance, &pin, NULL, &err), err);
+    clothd_step_options st = {0};
+    st.instance = cr.instance;
+    int tore = 0, f;
+    for (f = 1; f <= 150 && tore < 3; f++) {
+        for (int y = 0; y < H; y++)
+            at[3 * y] = (float)(W - 1) * s + (float)f / 60, at[3 * y + 1] = -(float)y * s, at[3 * y + 2] = 0;
+        REQUIRE_OK(clothd_pin_bulk(c, cr.instance, right, at, H, NULL, &err), err);
+        clothd_step_result r;
+        REQUIRE_OK(clothd_step(c, &st, &r, &err), err);
+        if (r.torn_count > 0) {
+            CHECK(r.torn_count == 1 && r.torn[0].id == cr.instance.id, "torn lists the sheet");
+            tore++;
+        }
+        clothd_step_result_free(&r);
+    }
+    REQUIRE(tore > 0, "no step tore the sheet in %d steps", f - 1);
+    REQUIRE_OK(clothd_ping(c, &err), err); /* what came before the pong has been read */
+    CHECK(events.count >= tore && events.instance == cr.instance.id, "%d topology events for %d tearing steps",
+          events.count, tore);
+    clothd_topology tp;
+    REQUIRE_OK(clothd_get_topology(c, cr.instance, &tp, &err), err);
+    CHECK(tp.particles > W * H && tp.uv_count == tp.particles, "%u particles after tearing, %zu uvs", tp.particles,
+          tp.uv_count);
+    clothd_topology_free(&tp);
+    clothd_material m = {0};
+    m.tear_strain = clothd_f(2000);
+    CHECK(clothd_set(c, cr.instance, &m, &err) == CLOTHD_E_INVALID_ARGUMENT &&
+              strcmp(err.message, "tearStrain: must be a number in [0, 1000]") == 0,
+          "%s", err.message);
+    REQUIRE_OK(clothd_destroy(c, cr.instance, &err), err);
+    clothd_close(c);
+}
+
 const ct_test ct_garment_tests[] = {
     {"garments: the binary encoder reproduces vectors B1 and B2", the_binary_encoder_should_reproduce_vectors_b1_and_b2, 0},
     {"garments: a mesh cloth hands back its triangles and uvs", a_mesh_cloth_should_hand_back_its_triangles_and_uvs, 0},
@@ -479,5 +562,6 @@ const ct_test ct_garment_tests[] = {
     {"garments: pin in bulk (binary)", pin_bulk_should_pin_at_positions_in_one_binary_request, 0},
     {"garments: teleport", teleport_should_move_the_instance_rigidly, 0},
     {"garments: transform's inertia frame", the_inertia_frame_should_carry_the_cloth_by_its_share, 0},
+    {"garments: a pulled sheet tears, torn and the topology event", a_pulled_sheet_should_tear_and_say_so, 0},
     {NULL, NULL, 0},
 };

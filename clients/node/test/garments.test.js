@@ -239,3 +239,38 @@ test("a transform marked inertiaFrame carries the cloth by 1 - linearInertia of 
   assert.ok(Math.abs((await drift(0)) - 1) < 1e-4, 'linearInertia 0: carried with its frame');
   assert.ok(Math.abs(await drift(1)) < 1e-4, 'linearInertia 1: world space');
 });
+
+test('a pulled sheet tears: the step reply lists it and a topology event comes', async () => {
+  const W = 24;
+  const H = 12;
+  const s = 0.05;
+  const id = await client.createCloth({ width: W, height: H, spacing: s, gravity: [0, 0, 0], tearStrain: 0.3, sleepThreshold: 0 });
+  const events = [];
+  const onEvent = (e) => {
+    if (e.event === 'topology') events.push(e);
+  };
+  client.on('event', onEvent);
+  await client.subscribe({ instance: id });
+  const rows = [...Array(H).keys()];
+  await client.pin(id, rows.map((y) => y * W));
+  let tore = 0;
+  for (let f = 1; f <= 150 && tore < 3; f++) {
+    await client.pinBulk(id, rows.map((y) => y * W + W - 1), rows.map((y) => [(W - 1) * s + f / 60, -y * s, 0]));
+    const reply = await client.step({ instance: id });
+    if (reply.torn) {
+      assert.deepEqual(reply.torn, [id]);
+      tore++;
+    }
+  }
+  assert.ok(tore > 0, 'the sheet tore');
+  await client.ping(); // what came before the pong has been read
+  client.off('event', onEvent);
+  await client.unsubscribe({ instance: id });
+  const t = await client.topology(id);
+  assert.ok(t.particles > W * H, `${t.particles} particles after tearing`);
+  assert.equal(t.uvs.length, 2 * t.particles, 'new vertices keep their UVs');
+  assert.ok(events.length >= tore);
+  assert.equal(events.at(-1).instance, id);
+  assert.equal(events.at(-1).triangles, t.triangles.length / 3);
+  await client.destroy(id);
+});

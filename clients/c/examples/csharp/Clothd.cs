@@ -106,7 +106,7 @@ namespace Clothd
         public OptF AirDensity, Drag, Lift;
         public OptB Tethers;
         public OptF TetherScale, SleepThreshold, SelfDistance, VolumeStiffness, VolumeCompliance;
-        public OptF LinearInertia, AngularInertia;
+        public OptF LinearInertia, AngularInertia, TearStrain;
         public Paint InvMassScale, MaxDistance, BackstopDistance, BackstopRadius;
         public Paint StretchComplianceScale, BendComplianceScale;
     }

@@ -417,6 +417,7 @@ typedef struct clothd_material {
     clothd_opt_f priority;           /* a step's budget lowers the lowest first */
     clothd_opt_f linear_inertia;     /* [0, 1]: share of the inertia frame's move felt; 0: local space */
     clothd_opt_f angular_inertia;    /* [0, 1]: the same for its turn */
+    clothd_opt_f tear_strain;        /* [0, 1000]: a structural edge stretched beyond it tears; 0: never */
     /* Painted per vertex (any instance type); see clothd_paint. */
     clothd_paint inv_mass_scale;           /* [0, 1000], 0: moved only by its skin */
     clothd_paint max_distance;             /* m from the skinned position; 0: follows the skin */
@@ -634,6 +635,8 @@ typedef struct clothd_step_result {
     float budget_ms, predicted_ms, actual_ms;
     clothd_degraded *degraded;
     size_t degraded_count;
+    clothd_instance *torn;         /* cloths that tore after this step: fetch their topology again */
+    size_t torn_count;
 } clothd_step_result;
 /* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_step_result_free(clothd_step_result *r);
