@@ -106,6 +106,8 @@ namespace Clothd
         public OptF AirDensity, Drag, Lift;
         public OptB Tethers;
         public OptF TetherScale, SleepThreshold, SelfDistance, VolumeStiffness, VolumeCompliance;
+        public OptI Lod;
+        public OptF Priority;
         public OptF LinearInertia, AngularInertia, TearStrain;
         public Paint InvMassScale, MaxDistance, BackstopDistance, BackstopRadius;
         public Paint StretchComplianceScale, BendComplianceScale;
