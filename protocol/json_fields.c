@@ -148,6 +148,24 @@ bad:
     return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be an array of 3 finite numbers", label);
 }
 
+cd_status cd_json_quat(const cJSON *item, const char *label, cd_quat *out, cd_error *err)
+{
+    float q[4];
+    if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 4)
+        goto bad;
+    for (int i = 0; i < 4; i++) {
+        const cJSON *c = cJSON_GetArrayItem(item, i);
+        if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || fabs(c->valuedouble) > 1e6)
+            goto bad;
+        q[i] = (float)c->valuedouble;
+    }
+    *out = (cd_quat){q[0], q[1], q[2], q[3]};
+    return CD_OK;
+bad:
+    return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                   "%s: must be a quaternion [x, y, z, w] of 4 finite numbers", label);
+}
+
 cd_status cd_json_direction(const cJSON *item, const char *label, cd_vec3 *out, cd_error *err)
 {
     cd_vec3 v;
@@ -463,6 +481,17 @@ cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *ba
     }
     case CD_OPTION_DIRECTION:
         return cd_json_direction(item, spec->name, dst, err);
+    case CD_OPTION_EXTENTS:
+    case CD_OPTION_ROTATION: {
+        /* Read as is, then checked by the solver's own words for the row. */
+        cd_status st = spec->kind == CD_OPTION_EXTENTS
+                           ? cd_json_vec3(item, spec->name, dst, err)
+                           : cd_json_quat(item, spec->name, dst, err);
+        cd_field_fault fault;
+        if (st == CD_OK && (st = cd_option_check(spec, base, &fault)) != CD_OK)
+            return cd_fail(err, st, "%s: %s", fault.field, fault.reason);
+        return st;
+    }
     case CD_OPTION_BOOL:
         return cd_json_bool(item, spec->name, dst, err);
     case CD_OPTION_WIND_MODEL: {

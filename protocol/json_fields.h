@@ -48,6 +48,10 @@ cd_status cd_json_float(const cJSON *item, const char *label, const cd_float_ran
 /* An array of exactly 3 finite numbers that fit a 32-bit float. */
 cd_status cd_json_vec3(const cJSON *item, const char *label, cd_vec3 *out, cd_error *err);
 
+/* A quaternion [x, y, z, w]: an array of exactly 4 finite numbers, each of
+ * magnitude at most 1e6 (as is; the caller checks its length). */
+cd_status cd_json_quat(const cJSON *item, const char *label, cd_quat *out, cd_error *err);
+
 /* A vec3 that is not zero-length, returned normalised (in double precision,
  * so tiny or huge components are fine). */
 cd_status cd_json_direction(const cJSON *item, const char *label, cd_vec3 *out, cd_error *err);

@@ -142,8 +142,9 @@ typedef struct cd_request {
         struct { cd_collider_def def; char attachment[CD_TRANSFORM_NAME_MAX]; } add_collider;
         struct {
             cd_id collider;
-            bool has_position, has_normal;
+            bool has_position, has_normal, has_rotation;
             cd_vec3 position, normal;
+            cd_quat rotation; /* boxes: unit within CD_ROTATION_UNIT_TOLERANCE */
         } move_collider;
         struct { cd_id collider; } remove_collider;
         struct { bool enabled; } enable;

@@ -157,7 +157,7 @@ static const char *closest_name(const char *given, const char *const *names, siz
 
 /* A required string member compared against `names`; *index is the match.
  * `what` words the unknown case, which lists the names: "unknown collider
- * type \"x\" (one of \"sphere\", \"capsule\", \"plane\")". */
+ * type \"x\" (one of \"sphere\", \"capsule\", ... or \"box\")". */
 static cd_status read_enum(const cJSON *obj, const char *field, const char *const *names,
                            size_t count, const char *what, bool is_required, size_t *index,
                            cd_error *err)
@@ -441,7 +441,11 @@ static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_r
 {
     (void)lim;
     /* Index order = cd_collider_type order. */
-    static const char *const types[] = {"sphere", "capsule", "plane"};
+    static const char *const types[] = {
+#define CD_COLLIDER_TYPE_WIRE(ID, wire) wire,
+        CD_COLLIDER_TYPE_MAP(CD_COLLIDER_TYPE_WIRE)
+#undef CD_COLLIDER_TYPE_WIRE
+    };
     size_t type = 0;
     cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "collider type", true, &type,
                              err);
@@ -454,6 +458,15 @@ static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_r
     /* Static friction defaults to the kinetic one. */
     if (!cd_json_member(obj, "staticFriction"))
         def.static_friction = def.friction;
+    /* A box turns by its rotation, the others by their normal: the wrong
+     * one would be ignored, which hides the mistake. */
+    if (type == CD_COLLIDER_BOX && cd_json_member(obj, "normal"))
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "normal: a box turns by \"rotation\", not \"normal\"");
+    if (type != CD_COLLIDER_BOX && cd_json_member(obj, "rotation"))
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "rotation: only a box takes a rotation (a %s turns by \"normal\")",
+                       types[type]);
     req->as.add_collider.def = def;
     return read_name(obj, "attachment", false, req->as.add_collider.attachment, err);
 }
@@ -473,10 +486,15 @@ static cd_status parse_move_collider(const cJSON *obj, const cd_limits *lim, cd_
         return st;
     const cJSON *position = cd_json_member(obj, "position");
     const cJSON *normal = cd_json_member(obj, "normal");
-    if (!position && !normal)
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "position: required unless \"normal\" is given");
-    /* The rows of addCollider's position and normal, read into a scratch
-     * collider (the rows' offsets are into cd_collider_def). */
+    const cJSON *rotation = cd_json_member(obj, "rotation");
+    if (!position && !normal && !rotation)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "position: required unless \"normal\" or \"rotation\" is given");
+    if (normal && rotation)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "rotation: give either \"normal\" or \"rotation\", not both");
+    /* The rows of addCollider's position, normal and rotation, read into a
+     * scratch collider (the rows' offsets are into cd_collider_def). */
     cd_collider_def moved = cd_default_collider_def(CD_COLLIDER_SPHERE);
     if (position) {
         if ((st = cd_json_option(position, &cd_collider_option_specs[CD_COLLIDER_OPT_POSITION],
@@ -491,6 +509,13 @@ static cd_status parse_move_collider(const cJSON *obj, const cd_limits *lim, cd_
             return st;
         req->as.move_collider.normal = moved.normal;
         req->as.move_collider.has_normal = true;
+    }
+    if (rotation) {
+        if ((st = cd_json_option(rotation, &cd_collider_option_specs[CD_COLLIDER_OPT_ROTATION],
+                                 &moved, err)))
+            return st;
+        req->as.move_collider.rotation = moved.rotation;
+        req->as.move_collider.has_rotation = true;
     }
     return CD_OK;
 }
@@ -529,22 +554,15 @@ static cd_status read_rotation(const cJSON *obj, const char *name, cd_quat *out,
     const cJSON *rotation = cd_json_member(obj, name);
     if (!rotation)
         return CD_OK;
-    if (!cJSON_IsArray(rotation) || cJSON_GetArraySize(rotation) != 4)
-        return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                       "%s: must be a quaternion [x, y, z, w] of 4 finite numbers", name);
-    float q[4];
-    double norm2 = 0;
-    for (int i = 0; i < 4; i++) {
-        const cJSON *c = cJSON_GetArrayItem(rotation, i);
-        if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || fabs(c->valuedouble) > 1e6)
-            return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "%s: must be a quaternion [x, y, z, w] of 4 finite numbers", name);
-        q[i] = (float)c->valuedouble;
-        norm2 += c->valuedouble * c->valuedouble;
-    }
+    cd_quat q;
+    cd_status st = cd_json_quat(rotation, name, &q, err);
+    if (st != CD_OK)
+        return st;
+    const double norm2 = (double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z +
+                         (double)q.w * q.w;
     if (!(norm2 > 1e-12))
         return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must not be zero-length", name);
-    *out = (cd_quat){q[0], q[1], q[2], q[3]};
+    *out = q;
     return CD_OK;
 }
 

@@ -336,16 +336,37 @@ cd_dispatch_result cd_cmd_move_collider(cd_conn *conn, const cd_request *req)
     cd_instance *inst = cd_require_instance(conn, req);
     if (inst == NULL)
         return CD_DISPATCH_DONE;
-    cd_id collider = req->as.move_collider.collider;
+    const cd_id collider = req->as.move_collider.collider;
+    cd_collider_def now;
+    if (cd_instance_get_collider(inst, collider, &now) != CD_OK) {
+        cd_reply_fail(conn, req, CD_E_NOT_FOUND, "collider: no collider %u on instance %u",
+                      collider, req->instance);
+        return CD_DISPATCH_DONE;
+    }
+    /* A box turns by its rotation, the others by their normal (checked
+     * before anything moves: a refused request changes nothing). */
+    const bool box = now.type == CD_COLLIDER_BOX;
+    if (req->as.move_collider.has_normal && box) {
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                      "normal: collider %u is a box, which turns by \"rotation\"", collider);
+        return CD_DISPATCH_DONE;
+    }
+    if (req->as.move_collider.has_rotation && !box) {
+        cd_reply_fail(conn, req, CD_E_INVALID_ARGUMENT,
+                      "rotation: collider %u is a %s, which turns by \"normal\"", collider,
+                      cd_collider_type_name((int)now.type));
+        return CD_DISPATCH_DONE;
+    }
     const cd_vec3 *position =
         req->as.move_collider.has_position ? &req->as.move_collider.position : NULL;
     const cd_vec3 *normal =
         req->as.move_collider.has_normal ? &req->as.move_collider.normal : NULL;
-    cd_status st = cd_instance_move_collider(inst, collider, position, normal);
-    if (st == CD_E_NOT_FOUND)
-        cd_reply_fail(conn, req, st, "collider: no collider %u on instance %u", collider,
-                   req->instance);
-    else if (st != CD_OK)
+    cd_status st = CD_OK;
+    if (position != NULL || normal != NULL)
+        st = cd_instance_move_collider(inst, collider, position, normal);
+    if (st == CD_OK && req->as.move_collider.has_rotation)
+        st = cd_instance_turn_collider(inst, collider, req->as.move_collider.rotation);
+    if (st != CD_OK)
         cd_reply_fail(conn, req, st, "moveCollider: %s", cd_status_message(st));
     else
         reply_ok(conn, req);

@@ -62,10 +62,10 @@ cd_dispatch_result cd_cmd_topology(cd_conn *conn, const cd_request *req)
     return CD_DISPATCH_DONE;
 }
 
-static const char *const collider_type_names[] = {
-    [CD_COLLIDER_SPHERE] = "sphere", [CD_COLLIDER_CAPSULE] = "capsule", [CD_COLLIDER_PLANE] = "plane"};
-
-/* "colliders": every live collider with its shape, for viewers. */
+/* "colliders": every live collider with its shape, for viewers: each
+ * has position, normal, radius and height; a tapered capsule also its
+ * radius2, a box its halfExtents and rotation (and as normal its own +y
+ * axis). */
 static void add_colliders(cJSON *reply, const cd_instance *inst)
 {
     cd_id ids[CD_MAX_COLLIDERS];
@@ -76,11 +76,19 @@ static void add_colliders(cJSON *reply, const cd_instance *inst)
         cJSON *item = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, item);
         cJSON_AddNumberToObject(item, "collider", ids[i]);
-        cJSON_AddStringToObject(item, "type", collider_type_names[defs[i].type]);
+        cJSON_AddStringToObject(item, "type", cd_collider_type_name((int)defs[i].type));
         cd_add_vec3(item, "position", defs[i].position);
         cd_add_vec3(item, "normal", defs[i].normal);
         cJSON_AddNumberToObject(item, "radius", defs[i].radius);
         cJSON_AddNumberToObject(item, "height", defs[i].height);
+        if (defs[i].type == CD_COLLIDER_TAPERED_CAPSULE)
+            cJSON_AddNumberToObject(item, "radius2", defs[i].radius2);
+        if (defs[i].type == CD_COLLIDER_BOX) {
+            cd_add_vec3(item, "halfExtents", defs[i].half_extents);
+            const cd_quat q = defs[i].rotation;
+            const float xyzw[4] = {q.x, q.y, q.z, q.w};
+            cd_reply_add_float_list(item, "rotation", xyzw, 4);
+        }
     }
 }
 

@@ -7,13 +7,27 @@
  *   capsule  surface at radius from a segment of length height - 2 radius
  *            along its axis (height counts both caps)
  *   plane    the normal's side is outside
+ *   tapered capsule  the convex hull of two spheres, radius at the -axis
+ *            end and radius2 at the +axis end, their centres L = height -
+ *            radius - radius2 apart (height counts both caps, as for the
+ *            capsule). Its side is a cone whose slant is sin a = (radius -
+ *            radius2) / L: the surface normal there leans along the axis,
+ *            and a point is pushed out along that normal, not radially.
+ *            Thickness inflates both spheres, which keeps the slant.
+ *   box      half extents along its own axes, turned by its rotation; a
+ *            point inside leaves through the nearest face, a point
+ *            outside within thickness moves out from the nearest point
+ *            of the box (corners and edges round off by thickness).
  * Colliders move from last step's pose to this step's over the substeps,
- * so a fast collider sweeps instead of jumping through the cloth.
+ * so a fast collider sweeps instead of jumping through the cloth (a box's
+ * rotation is blended the short way round, normalised).
  *
  * Friction (position-based, as in Macklin et al. 2014): with d the depth
  * just corrected and t the tangential part of the particle's motion over
  * the substep relative to the collider's, static friction cancels t when
  * |t| < static_friction d, kinetic friction removes up to friction d of it.
+ * The collider's motion is its centre's; a box's is its surface point's
+ * (it has a whole rotation: a turning box drags what rests on its faces).
  *
  * Soft bodies meet their colliders in every solver iteration as well
  * (cd_stage_contacts), not only after them: solved after the iterations
@@ -37,11 +51,26 @@
 #include "vec3.h"
 
 typedef struct contact_frame {
-    cd_pose pose;
-    cd_vec3 motion; /* the collider's displacement over this substep */
+    cd_pose pose;   /* at the substep's end */
+    cd_pose before; /* at its start (boxes: the motion of a surface point) */
+    cd_vec3 motion; /* the collider's centre's displacement over this substep */
     float reach;    /* radius + thickness (sphere, capsule) */
-    float half;     /* capsule: half the axis segment */
+    float half;     /* capsule: half the axis segment; tapered: half of L */
+    /* Tapered capsule: the inflated end radii, the slant's sine and cosine
+     * (s, c) and c L, the side's extent along it. A hull whose one sphere
+     * holds the other is that sphere alone (solid = true). */
+    float reach2, slant_s, slant_c, side_end;
+    bool solid;
 } contact_frame;
+
+static cd_quat blend_rotation(cd_quat a, cd_quat b, float t)
+{
+    if (a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w < 0.0f)
+        b = (cd_quat){-b.x, -b.y, -b.z, -b.w}; /* the short way round */
+    cd_quat q = {a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t, a.z + (b.z - a.z) * t,
+                 a.w + (b.w - a.w) * t};
+    return cd_quat_normalize_or(q, b);
+}
 
 static cd_pose pose_at(const cd_collider *c, float t)
 {
@@ -50,7 +79,99 @@ static cd_pose pose_at(const cd_collider *c, float t)
                            cd_v3_scale(cd_v3_sub(c->pose.position, c->from.position), t));
     cd_vec3 n = cd_v3_add(c->from.normal, cd_v3_scale(cd_v3_sub(c->pose.normal, c->from.normal), t));
     p.normal = cd_v3_normalize_or(n, c->pose.normal);
+    p.rotation = c->type == CD_COLLIDER_BOX ? blend_rotation(c->from.rotation, c->pose.rotation, t)
+                                            : c->pose.rotation;
     return p;
+}
+
+/* A unit vector perpendicular to the unit `axis`: the way out of a point
+ * on the axis. */
+static cd_vec3 across(cd_vec3 axis)
+{
+    cd_vec3 side = fabsf(axis.x) < 0.9f ? cd_v3(1, 0, 0) : cd_v3(0, 1, 0);
+    return cd_v3_normalize_or(cd_v3_sub(side, cd_v3_scale(axis, cd_v3_dot(side, axis))),
+                              cd_v3(0, 0, 1));
+}
+
+/* Depth past a sphere of radius `reach` about `centre`; `fallback` is the
+ * way out of its very centre. */
+static float sphere_depth(cd_vec3 centre, float reach, cd_vec3 x, cd_vec3 fallback,
+                          cd_vec3 *normal)
+{
+    cd_vec3 d = cd_v3_sub(x, centre);
+    float d2 = cd_v3_dot(d, d);
+    if (d2 >= reach * reach)
+        return -1.0f;
+    float dist = sqrtf(d2);
+    *normal = dist > 1e-12f ? cd_v3_scale(d, 1.0f / dist) : fallback;
+    return reach - dist;
+}
+
+/* The tapered capsule, in the plane of the axis and the point: with y the
+ * point's height above the -axis sphere's centre A, r its distance from
+ * the axis and (s, c) the slant, the side's outward normal is c r^ + s
+ * axis and a point's foot on the side's line sits at u = c y - s r along
+ * it: u < 0 is nearest to A's sphere, u > c L to B's, and between them
+ * the signed distance to the hull is c r + s y - reach (exact inside as
+ * well: a convex hull's nearest boundary point keeps the point's u). */
+static float tapered_depth(const contact_frame *f, cd_vec3 x, cd_vec3 *normal)
+{
+    const cd_vec3 axis = f->pose.normal;
+    const cd_vec3 a = cd_v3_sub(f->pose.position, cd_v3_scale(axis, f->half));
+    const cd_vec3 b = cd_v3_add(f->pose.position, cd_v3_scale(axis, f->half));
+    if (f->solid) /* one sphere holds the other: the bigger one alone */
+        return f->reach >= f->reach2 ? sphere_depth(a, f->reach, x, across(axis), normal)
+                                     : sphere_depth(b, f->reach2, x, across(axis), normal);
+    const cd_vec3 d = cd_v3_sub(x, a);
+    const float y = cd_v3_dot(d, axis);
+    const cd_vec3 radial = cd_v3_sub(d, cd_v3_scale(axis, y));
+    const float r = cd_v3_length(radial);
+    const cd_vec3 out = r > 1e-12f ? cd_v3_scale(radial, 1.0f / r) : across(axis);
+    const float u = f->slant_c * y - f->slant_s * r;
+    if (u < 0.0f)
+        return sphere_depth(a, f->reach, x, out, normal);
+    if (u > f->side_end)
+        return sphere_depth(b, f->reach2, x, out, normal);
+    const float depth = f->reach - (f->slant_c * r + f->slant_s * y);
+    if (!(depth > 0.0f))
+        return -1.0f;
+    *normal = cd_v3_add(cd_v3_scale(out, f->slant_c), cd_v3_scale(axis, f->slant_s));
+    return depth;
+}
+
+/* The box in its own frame: outside, the nearest point of the box, and a
+ * contact only within thickness; inside, out through the nearest face
+ * (the first of x, y, z on a tie). */
+static float box_depth(const cd_collider *c, const contact_frame *f, float thickness, cd_vec3 x,
+                       cd_vec3 *normal)
+{
+    const cd_quat q = f->pose.rotation;
+    const cd_vec3 p = cd_quat_rotate(cd_quat_conjugate(q), cd_v3_sub(x, f->pose.position));
+    const float h[3] = {c->half_extents.x, c->half_extents.y, c->half_extents.z};
+    const float v[3] = {p.x, p.y, p.z};
+    float e[3];
+    for (int i = 0; i < 3; i++)
+        e[i] = v[i] > h[i] ? v[i] - h[i] : (v[i] < -h[i] ? v[i] + h[i] : 0.0f);
+    const float e2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+    if (e2 > 0.0f) {
+        if (e2 >= thickness * thickness)
+            return -1.0f;
+        const float dist = sqrtf(e2);
+        *normal = cd_quat_rotate(q, cd_v3(e[0] / dist, e[1] / dist, e[2] / dist));
+        return thickness - dist;
+    }
+    int axis = 0;
+    float inside = h[0] - fabsf(v[0]);
+    for (int i = 1; i < 3; i++) {
+        if (h[i] - fabsf(v[i]) < inside) {
+            inside = h[i] - fabsf(v[i]);
+            axis = i;
+        }
+    }
+    float n[3] = {0, 0, 0};
+    n[axis] = v[axis] < 0.0f ? -1.0f : 1.0f;
+    *normal = cd_quat_rotate(q, cd_v3(n[0], n[1], n[2]));
+    return thickness + inside;
 }
 
 /* Distance past the surface (> 0 when too close) and the outward normal. */
@@ -58,28 +179,62 @@ static float penetration(const cd_collider *c, const contact_frame *f, float thi
                          cd_vec3 *normal)
 {
     cd_vec3 centre = f->pose.position;
-    if (c->type == CD_COLLIDER_PLANE) {
+    switch (c->type) {
+    case CD_COLLIDER_PLANE:
         *normal = f->pose.normal;
         return thickness - cd_v3_dot(cd_v3_sub(x, centre), f->pose.normal);
-    }
-    cd_vec3 fallback = cd_v3(0, 1, 0);
-    if (c->type == CD_COLLIDER_CAPSULE) {
+    case CD_COLLIDER_TAPERED_CAPSULE:
+        return tapered_depth(f, x, normal);
+    case CD_COLLIDER_BOX:
+        return box_depth(c, f, thickness, x, normal);
+    case CD_COLLIDER_CAPSULE: {
         cd_vec3 axis = f->pose.normal;
         float t = cd_v3_dot(cd_v3_sub(x, centre), axis);
         t = t < -f->half ? -f->half : (t > f->half ? f->half : t);
         centre = cd_v3_add(centre, cd_v3_scale(axis, t));
         /* A particle on the axis leaves sideways, perpendicular to it. */
-        cd_vec3 side = fabsf(axis.x) < 0.9f ? cd_v3(1, 0, 0) : cd_v3(0, 1, 0);
-        fallback = cd_v3_normalize_or(cd_v3_sub(side, cd_v3_scale(axis, cd_v3_dot(side, axis))),
-                                      cd_v3(0, 0, 1));
+        return sphere_depth(centre, f->reach, x, across(axis), normal);
     }
-    cd_vec3 d = cd_v3_sub(x, centre);
-    float d2 = cd_v3_dot(d, d);
-    if (d2 >= f->reach * f->reach)
-        return -1.0f;
-    float dist = sqrtf(d2);
-    *normal = dist > 1e-12f ? cd_v3_scale(d, 1.0f / dist) : fallback;
-    return f->reach - dist;
+    case CD_COLLIDER_SPHERE:
+    case CD_COLLIDER_TYPE_COUNT:
+        break;
+    }
+    return sphere_depth(centre, f->reach, x, cd_v3(0, 1, 0), normal);
+}
+
+/* The substep's frame of one collider: its poses and its shape's numbers. */
+static void frame_for(const cd_collider *c, const cd_substep *sub, float thickness,
+                      contact_frame *f)
+{
+    *f = (contact_frame){.pose = pose_at(c, sub->t1)};
+    f->before = pose_at(c, sub->t0);
+    f->motion = cd_v3_sub(f->pose.position, f->before.position);
+    f->reach = c->radius + thickness;
+    if (c->type != CD_COLLIDER_TAPERED_CAPSULE) {
+        f->half = 0.5f * c->height - c->radius;
+        if (f->half < 0.0f)
+            f->half = 0.0f;
+        return;
+    }
+    f->reach2 = c->radius2 + thickness;
+    const float length = fmaxf(c->height - c->radius - c->radius2, 0.0f);
+    f->half = 0.5f * length;
+    f->solid = !(length > fabsf(c->radius - c->radius2) * 1.0001f);
+    f->slant_s = f->solid ? 0.0f : (c->radius - c->radius2) / length;
+    f->slant_c = sqrtf(fmaxf(1.0f - f->slant_s * f->slant_s, 0.0f));
+    f->side_end = f->slant_c * length;
+}
+
+/* The collider's displacement at x over the substep: its centre's, or for
+ * a box the motion of its material point that ends at x. */
+static cd_vec3 motion_at(const cd_collider *c, const contact_frame *f, cd_vec3 x)
+{
+    if (c->type != CD_COLLIDER_BOX)
+        return f->motion;
+    const cd_vec3 local = cd_quat_rotate(cd_quat_conjugate(f->pose.rotation),
+                                      cd_v3_sub(x, f->pose.position));
+    const cd_vec3 was = cd_v3_add(f->before.position, cd_quat_rotate(f->before.rotation, local));
+    return cd_v3_sub(x, was);
 }
 
 static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub,
@@ -87,12 +242,7 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
 {
     const float thickness = inst->def.thickness;
     contact_frame f;
-    f.pose = pose_at(c, sub->t1);
-    f.motion = cd_v3_sub(f.pose.position, pose_at(c, sub->t0).position);
-    f.reach = c->radius + thickness;
-    f.half = 0.5f * c->height - c->radius;
-    if (f.half < 0.0f)
-        f.half = 0.0f;
+    frame_for(c, sub, thickness, &f);
     const float coupled = c->coupling / sub->h; /* times each particle's mass */
     const float given_mass = inst->def.particle_mass; /* CD_UNSET: the particle's own */
     float *pushed = inst->contact_depth; /* soft bodies: depth so far this substep */
@@ -108,7 +258,8 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
         cd_vec3 x = cd_v3_add(before, cd_v3_scale(n, depth));
         const float substep_depth = pushed != NULL ? (pushed[i] += depth) : depth;
         if (c->static_friction > 0.0f || c->friction > 0.0f) {
-            cd_vec3 rel = cd_v3_sub(cd_v3_sub(x, cd_v3_load(&inst->prev[3 * i])), f.motion);
+            cd_vec3 rel = cd_v3_sub(cd_v3_sub(x, cd_v3_load(&inst->prev[3 * i])),
+                                    motion_at(c, &f, x));
             cd_vec3 t = cd_v3_sub(rel, cd_v3_scale(n, cd_v3_dot(rel, n)));
             float tl = cd_v3_length(t);
             if (tl < c->static_friction * substep_depth)

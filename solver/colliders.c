@@ -16,7 +16,7 @@ static bool collider_def_is_valid(const cd_instance *inst, const cd_collider_def
                                      inst->transforms[def->attachment - 1].name[0] != '\0');
 }
 
-static cd_collider *find_collider(cd_instance *inst, cd_id id)
+static cd_collider *find_collider(const cd_instance *inst, cd_id id)
 {
     uint32_t slot = id & 0xFFFFu;
     if (slot == 0 || slot > inst->collider_slots)
@@ -32,16 +32,29 @@ static cd_id collider_id(const cd_instance *inst, const cd_collider *c)
     return ((cd_id)c->generation << 16) | (uint32_t)(c - inst->colliders + 1);
 }
 
-/* World pose from the local one (attached) or as given. */
-static void place(cd_instance *inst, cd_collider *c)
+/* World pose from the local one (attached) or as given. A box's normal
+ * is its own +y axis (what `get` reports; collision reads the rotation). */
+void cd_collider_place(const cd_instance *inst, cd_collider *c)
 {
     if (c->attachment == 0) {
         c->pose = c->local;
-        return;
+    } else {
+        const cd_transform *t = &inst->transforms[c->attachment - 1];
+        c->pose.position = cd_transform_point(t, c->local.position);
+        c->pose.normal =
+            cd_v3_normalize_or(cd_transform_direction(t, c->local.normal), c->local.normal);
+        c->pose.rotation = cd_quat_normalize_or(cd_quat_multiply(t->rotation, c->local.rotation),
+                                             c->local.rotation);
     }
-    const cd_transform *t = &inst->transforms[c->attachment - 1];
-    c->pose.position = cd_transform_point(t, c->local.position);
-    c->pose.normal = cd_v3_normalize_or(cd_transform_direction(t, c->local.normal), c->local.normal);
+    if (c->type == CD_COLLIDER_BOX)
+        c->pose.normal = cd_quat_rotate(c->pose.rotation, cd_v3(0, 1, 0));
+}
+
+/* The def's rotation as the collider keeps it: boxes normalise theirs (it
+ * is unit within CD_ROTATION_UNIT_TOLERANCE), the others keep identity. */
+static cd_quat own_rotation(cd_collider_type type, cd_quat q)
+{
+    return type == CD_COLLIDER_BOX ? cd_quat_normalize_or(q, cd_quat_identity()) : cd_quat_identity();
 }
 
 cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def, cd_id *out_id)
@@ -70,17 +83,20 @@ cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def
     *c = (cd_collider){
         .type = def->type,
         .local = {.position = def->position,
-                  .normal = cd_v3_normalize_or(def->normal, cd_v3(0, 1, 0))},
+                  .normal = cd_v3_normalize_or(def->normal, cd_v3(0, 1, 0)),
+                  .rotation = own_rotation(def->type, def->rotation)},
         .attachment = def->attachment,
         .radius = def->radius,
         .height = def->height,
+        .radius2 = def->radius2 == CD_UNSET ? def->radius : def->radius2,
+        .half_extents = def->half_extents,
         .friction = def->friction,
         .static_friction = def->static_friction,
         .coupling = def->coupling,
         .generation = generation,
         .active = true,
     };
-    place(inst, c);
+    cd_collider_place(inst, c);
     c->from = c->pose; /* a new collider does not sweep from anywhere */
     inst->collider_count++;
     cd_instance_wake(inst);
@@ -95,14 +111,57 @@ cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_
     if (c == NULL)
         return CD_E_NOT_FOUND;
     if ((position && !cd_vec3_in_world(*position)) ||
-        (normal && (!cd_vec3_is_valid(*normal) || !(cd_v3_length(*normal) > 0.0f))))
+        (normal && (c->type == CD_COLLIDER_BOX || !cd_vec3_is_valid(*normal) ||
+                    !(cd_v3_length(*normal) > 0.0f))))
         return CD_E_INVALID_ARGUMENT;
     if (position)
         c->local.position = *position;
     if (normal)
         c->local.normal = cd_v3_normalize_or(*normal, c->local.normal);
-    place(inst, c);
+    cd_collider_place(inst, c);
     cd_instance_wake(inst);
+    return CD_OK;
+}
+
+cd_status cd_instance_turn_collider(cd_instance *inst, cd_id collider, cd_quat rotation)
+{
+    cd_collider *c = find_collider(inst, collider);
+    if (c == NULL)
+        return CD_E_NOT_FOUND;
+    cd_collider_def probe = cd_default_collider_def(CD_COLLIDER_BOX);
+    probe.rotation = rotation;
+    if (c->type != CD_COLLIDER_BOX ||
+        cd_option_check(&cd_collider_option_specs[CD_COLLIDER_OPT_ROTATION], &probe, NULL) != CD_OK)
+        return CD_E_INVALID_ARGUMENT;
+    c->local.rotation = own_rotation(c->type, rotation);
+    cd_collider_place(inst, c);
+    cd_instance_wake(inst);
+    return CD_OK;
+}
+
+/* What a def says of the live collider: its world pose and shape. */
+static cd_collider_def collider_def(const cd_collider *c)
+{
+    return (cd_collider_def){.type = c->type,
+                             .position = c->pose.position,
+                             .normal = c->pose.normal,
+                             .radius = c->radius,
+                             .height = c->height,
+                             .radius2 = c->radius2,
+                             .half_extents = c->half_extents,
+                             .rotation = c->pose.rotation,
+                             .friction = c->friction,
+                             .static_friction = c->static_friction,
+                             .coupling = c->coupling,
+                             .attachment = c->attachment};
+}
+
+cd_status cd_instance_get_collider(const cd_instance *inst, cd_id collider, cd_collider_def *out)
+{
+    cd_collider *c = find_collider(inst, collider);
+    if (c == NULL)
+        return CD_E_NOT_FOUND;
+    *out = collider_def(c);
     return CD_OK;
 }
 
@@ -128,15 +187,7 @@ uint32_t cd_instance_list_colliders(const cd_instance *inst, cd_id *ids, cd_coll
             continue;
         if (n < cap) {
             ids[n] = collider_id(inst, c);
-            defs[n] = (cd_collider_def){.type = c->type,
-                                        .position = c->pose.position,
-                                        .normal = c->pose.normal,
-                                        .radius = c->radius,
-                                        .height = c->height,
-                                        .friction = c->friction,
-                                        .static_friction = c->static_friction,
-                                        .coupling = c->coupling,
-                                        .attachment = c->attachment};
+            defs[n] = collider_def(c);
         }
         n++;
     }

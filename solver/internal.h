@@ -64,7 +64,8 @@ typedef struct cd_group {
 
 typedef struct cd_pose {
     cd_vec3 position;
-    cd_vec3 normal; /* unit */
+    cd_vec3 normal;   /* unit */
+    cd_quat rotation; /* unit; boxes only (the others: identity) */
 } cd_pose;
 
 typedef struct cd_collider {
@@ -75,6 +76,8 @@ typedef struct cd_collider {
     uint32_t attachment;
     float radius, height;
     float friction, static_friction, coupling;
+    float radius2;        /* tapered capsule: the +normal end's radius */
+    cd_vec3 half_extents; /* box */
     cd_vec3 impulse_linear, impulse_angular; /* handed over in the last step */
     uint16_t generation;
     bool active;
@@ -438,6 +441,9 @@ void cd_follow_transform(cd_instance *inst, uint32_t handle);
  * carried by the share of the inertia frame's motion since the last step
  * that the inertia options take away. */
 void cd_stage_carry(cd_instance *inst);
+/* Sets a collider's world pose from its local one (its transform's, when
+ * attached): addCollider, moveCollider and `transform` all place it so. */
+void cd_collider_place(const cd_instance *inst, cd_collider *c);
 /* World pose of a transform-local pose. */
 cd_vec3 cd_transform_point(const cd_transform *t, cd_vec3 local);
 cd_vec3 cd_transform_direction(const cd_transform *t, cd_vec3 local);

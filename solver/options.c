@@ -46,6 +46,8 @@ const cd_option_spec cd_collider_option_specs[CD_COLLIDER_OPT_COUNT] = {
 #define CD_KIND_SIZE_DIRECTION sizeof(cd_vec3)
 #define CD_KIND_SIZE_BOOL sizeof(bool)
 #define CD_KIND_SIZE_WIND_MODEL sizeof(cd_wind_model)
+#define CD_KIND_SIZE_EXTENTS sizeof(cd_vec3)
+#define CD_KIND_SIZE_ROTATION sizeof(cd_quat)
 #define CD_CHECK_CLOTH(...) CD_CHECK_SIZE(cd_cloth_def, __VA_ARGS__)
 #define CD_CHECK_COLLIDER(...) CD_CHECK_SIZE(cd_collider_def, __VA_ARGS__)
 CD_CLOTH_OPTION_MAP(CD_CHECK_CLOTH)
@@ -58,11 +60,23 @@ size_t cd_option_size(const cd_option_spec *spec)
     case CD_OPTION_FLOAT: return sizeof(float);
     case CD_OPTION_VEC3:
     case CD_OPTION_POINT:
-    case CD_OPTION_DIRECTION: return sizeof(cd_vec3);
+    case CD_OPTION_DIRECTION:
+    case CD_OPTION_EXTENTS: return sizeof(cd_vec3);
     case CD_OPTION_BOOL: return sizeof(bool);
     case CD_OPTION_WIND_MODEL: return sizeof(cd_wind_model);
+    case CD_OPTION_ROTATION: return sizeof(cd_quat);
     }
     return 0;
+}
+
+const char *cd_collider_type_name(int type)
+{
+    static const char *const names[] = {
+#define CD_COLLIDER_TYPE_NAME(ID, wire) [CD_COLLIDER_##ID] = wire,
+        CD_COLLIDER_TYPE_MAP(CD_COLLIDER_TYPE_NAME)
+#undef CD_COLLIDER_TYPE_NAME
+    };
+    return type >= 0 && type < CD_COLLIDER_TYPE_COUNT ? names[type] : NULL;
 }
 
 const char *cd_wind_model_name(int model)
@@ -122,8 +136,14 @@ static void write_default(void *base, const cd_option_spec *spec)
     }
     case CD_OPTION_VEC3:
     case CD_OPTION_POINT:
-    case CD_OPTION_DIRECTION: {
+    case CD_OPTION_DIRECTION:
+    case CD_OPTION_EXTENTS: {
         cd_vec3 v = {(float)d[0], (float)d[1], (float)d[2]};
+        memcpy(dst, &v, sizeof v);
+        break;
+    }
+    case CD_OPTION_ROTATION: {
+        cd_quat v = {(float)d[0], (float)d[1], (float)d[2], (float)d[3]};
         memcpy(dst, &v, sizeof v);
         break;
     }
@@ -176,6 +196,27 @@ cd_status cd_fault_set(cd_field_fault *fault, cd_status code, cd_fault_kind kind
     return code;
 }
 
+/* A rotation: four finite numbers, not zero, of unit length within
+ * CD_ROTATION_UNIT_TOLERANCE (a quaternion further off is a mistake, Euler
+ * angles or an unnormalised blend, not a rotation to guess from). */
+static cd_status check_rotation(const cd_option_spec *spec, cd_quat q, cd_field_fault *fault)
+{
+    if (!cd_float_is_valid(q.x) || !cd_float_is_valid(q.y) || !cd_float_is_valid(q.z) ||
+        !cd_float_is_valid(q.w))
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                            "must be a quaternion [x, y, z, w] of 4 finite numbers");
+    const double length = sqrt((double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z +
+                               (double)q.w * q.w);
+    if (length == 0.0)
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                            "must not be zero-length");
+    if (fabs(length - 1.0) > CD_ROTATION_UNIT_TOLERANCE)
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                            "must be a unit quaternion (length within %g of 1, not %.6g)",
+                            CD_ROTATION_UNIT_TOLERANCE, length);
+    return CD_OK;
+}
+
 /* One row of the struct at `base`. */
 static cd_status check_row(const void *base, const cd_option_spec *spec, cd_field_fault *fault)
 {
@@ -221,6 +262,24 @@ static cd_status check_row(const void *base, const cd_option_spec *spec, cd_fiel
             return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
                              "must not be zero-length");
         return CD_OK;
+    }
+    case CD_OPTION_EXTENTS: {
+        cd_vec3 v;
+        memcpy(&v, src, sizeof v);
+        if (!cd_vec3_is_valid(v))
+            return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                                "must be an array of 3 finite numbers");
+        if (cd_option_in_range(spec, v.x) && cd_option_in_range(spec, v.y) &&
+            cd_option_in_range(spec, v.z))
+            return CD_OK;
+        cd_option_describe(spec, range, sizeof range);
+        return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, spec->name,
+                            "each must be %s", range);
+    }
+    case CD_OPTION_ROTATION: {
+        cd_quat q;
+        memcpy(&q, src, sizeof q);
+        return check_rotation(spec, q, fault);
     }
     case CD_OPTION_BOOL:
         return CD_OK;
@@ -312,10 +371,14 @@ cd_status cd_cloth_def_check(const cd_cloth_def *def, cd_field_fault *fault)
     return CD_OK;
 }
 
+cd_status cd_option_check(const cd_option_spec *spec, const void *base, cd_field_fault *fault)
+{
+    return check_row(base, spec, fault);
+}
+
 cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *fault)
 {
-    if (def->type != CD_COLLIDER_SPHERE && def->type != CD_COLLIDER_CAPSULE &&
-        def->type != CD_COLLIDER_PLANE)
+    if (cd_collider_type_name((int)def->type) == NULL)
         return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "type",
                          "unknown collider type %d", (int)def->type);
     return check_rows(def, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, 0, fault);

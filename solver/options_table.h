@@ -14,12 +14,15 @@
  * KIND   INT (int32_t), FLOAT (float), VEC3 (finite cd_vec3), POINT (a
  *        cd_vec3 inside the world box, |x|, |y|, |z| <= CD_WORLD_EXTENT),
  *        DIRECTION (finite, not zero-length; normalised on use), BOOL,
- *        WIND_MODEL ("aero", "constant" or "dragLift": cd_wind_model).
- * min, max, ENDS   the range of INT and FLOAT rows; ENDS is CLOSED,
- *        OPEN_MIN (min excluded) or OPEN_MAX. An INT row whose max is
- *        INT32_MAX has no upper bound worth stating ("an integer >= 2").
- * (default)  in parentheses: one number, or three for a vector; -1 is
- *        CD_UNSET for the rows that allow it.
+ *        WIND_MODEL ("aero", "constant" or "dragLift": cd_wind_model),
+ *        EXTENTS (a cd_vec3 whose three numbers each lie in the range),
+ *        ROTATION (a cd_quat of unit length within
+ *        CD_ROTATION_UNIT_TOLERANCE).
+ * min, max, ENDS   the range of INT, FLOAT and EXTENTS rows; ENDS is
+ *        CLOSED, OPEN_MIN (min excluded) or OPEN_MAX. An INT row whose max
+ *        is INT32_MAX has no upper bound worth stating ("an integer >= 2").
+ * (default)  in parentheses: one number, three for a vector, four for a
+ *        quaternion; -1 is CD_UNSET for the rows that allow it.
  * FLAGS  CD_OPTION_LAYOUT (fixed at creation: `set` refuses it; ignored by
  *        soft bodies), CD_OPTION_UNSET_OK (CD_UNSET is a value: "not
  *        given", see solver.h), CD_OPTION_ALIAS (a second wire name of the
@@ -95,6 +98,9 @@
     X(NORMAL, normal, "normal", DIRECTION, 0, 0, CLOSED, (0, 1, 0), 0)                             \
     X(RADIUS, radius, "radius", FLOAT, 0, 1e5, CLOSED, (0.5), 0)                                   \
     X(HEIGHT, height, "height", FLOAT, 0, 1e5, CLOSED, (1), 0)                                     \
+    X(RADIUS2, radius2, "radius2", FLOAT, 0, 1e5, CLOSED, (-1), CD_OPTION_UNSET_OK)                \
+    X(HALF_EXTENTS, half_extents, "halfExtents", EXTENTS, 0, 1e5, OPEN_MIN, (0.5, 0.5, 0.5), 0)    \
+    X(ROTATION, rotation, "rotation", ROTATION, 0, 0, CLOSED, (0, 0, 0, 1), 0)                     \
     X(FRICTION, friction, "friction", FLOAT, 0, 1e3, CLOSED, (0), 0)                               \
     X(STATIC_FRICTION, static_friction, "staticFriction", FLOAT, 0, 1e3, CLOSED, (0), 0)           \
     X(COUPLING, coupling, "coupling", FLOAT, 0, 1, CLOSED, (0), 0)
@@ -107,6 +113,8 @@ typedef enum cd_option_kind {
     CD_OPTION_DIRECTION,
     CD_OPTION_BOOL,
     CD_OPTION_WIND_MODEL,
+    CD_OPTION_EXTENTS,
+    CD_OPTION_ROTATION,
 } cd_option_kind;
 
 enum {
@@ -125,7 +133,7 @@ typedef struct cd_option_spec {
     double min, max;
     bool min_open, max_open;
     unsigned flags;
-    double defaults[3]; /* [0] for a scalar */
+    double defaults[4]; /* [0] for a scalar, [0..2] for a vector */
 } cd_option_spec;
 
 /* Index of a row: CD_OPT_WIDTH ..., CD_COLLIDER_OPT_POSITION ... */
@@ -162,7 +170,8 @@ void cd_describe_range(char *buf, size_t cap, bool integer, double min, double m
                        bool min_open, bool max_open);
 /* True when v lies in the row's range (false for NaN). */
 bool cd_option_in_range(const cd_option_spec *spec, double v);
-/* Bytes of the row's member (int32_t, float, cd_vec3, bool, cd_wind_model). */
+/* Bytes of the row's member (int32_t, float, cd_vec3, bool, cd_wind_model,
+ * cd_quat). */
 size_t cd_option_size(const cd_option_spec *spec);
 
 #endif

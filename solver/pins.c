@@ -143,11 +143,8 @@ void cd_follow_transform(cd_instance *inst, uint32_t handle)
     }
     for (uint32_t k = 0; k < inst->collider_slots; k++) {
         cd_collider *c = &inst->colliders[k];
-        if (!c->active || c->attachment != handle)
-            continue;
-        c->pose.position = cd_transform_point(t, c->local.position);
-        c->pose.normal = cd_v3_normalize_or(cd_transform_direction(t, c->local.normal),
-                                            c->pose.normal);
+        if (c->active && c->attachment == handle)
+            cd_collider_place(inst, c);
     }
 }
 

@@ -75,7 +75,11 @@ static int option_type(const cd_option_spec *spec, uint32_t *width)
     case CD_OPTION_VEC3:
     case CD_OPTION_POINT:
     case CD_OPTION_DIRECTION:
+    case CD_OPTION_EXTENTS:
         *width = 3;
+        return CD_SNAP_F32;
+    case CD_OPTION_ROTATION:
+        *width = 4;
         return CD_SNAP_F32;
     case CD_OPTION_BOOL:
         return CD_SNAP_U8;
@@ -186,6 +190,13 @@ static void write_instance(cd_snap_writer *w, const cd_instance *inst)
     cd_snap_put(w, "colliders.impulseAngular", CD_SNAP_F32, &c->impulse_angular, s, 3, cs);
     cd_snap_put(w, "colliders.generation", CD_SNAP_U16, &c->generation, s, 1, cs);
     cd_snap_put(w, "colliders.active", CD_SNAP_U8, &c->active, s, 1, cs);
+    /* The skeleton's shapes (issue 14): a box's rotation in each pose, a
+     * tapered capsule's second radius, a box's half extents. */
+    cd_snap_put(w, "colliders.poseRotation", CD_SNAP_F32, &c->pose.rotation, s, 4, cs);
+    cd_snap_put(w, "colliders.fromRotation", CD_SNAP_F32, &c->from.rotation, s, 4, cs);
+    cd_snap_put(w, "colliders.localRotation", CD_SNAP_F32, &c->local.rotation, s, 4, cs);
+    cd_snap_put(w, "colliders.radius2", CD_SNAP_F32, &c->radius2, s, 1, cs);
+    cd_snap_put(w, "colliders.halfExtents", CD_SNAP_F32, &c->half_extents, s, 3, cs);
 
     const cd_transform *t = inst->transforms;
     cd_snap_put(w, "transforms.name", CD_SNAP_U8, t->name, CD_MAX_TRANSFORMS, CD_TRANSFORM_NAME_MAX, sizeof *t);
@@ -548,7 +559,7 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
         return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, sec->label, "out of memory");
     st = cd_snap_get_n(sec, "colliders.type", CD_SNAP_U32, types, slots, fault);
     for (uint32_t i = 0; st == CD_OK && i < slots; i++) {
-        if (types[i] > CD_COLLIDER_PLANE)
+        if (types[i] >= CD_COLLIDER_TYPE_COUNT)
             st = cd_snap_bad(fault, sec, "collider slot %" PRIu32 ": unknown type %" PRIu32, i, types[i]);
         else
             inst->colliders[i].type = (cd_collider_type)types[i];
@@ -569,6 +580,24 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
     TRY(cd_snap_get(sec, "colliders.impulseAngular", CD_SNAP_F32, &c->impulse_angular, slots, 3, cs, fault));
     TRY(cd_snap_get(sec, "colliders.generation", CD_SNAP_U16, &c->generation, slots, 1, cs, fault));
     TRY(cd_snap_get_flags(sec, "colliders.active", &c->active, slots, cs, fault));
+    /* Files from before tapered capsules and boxes have none of these:
+     * identity rotations and radius2 = radius, as addCollider sets them
+     * for the older types (whose steps never read them). */
+    for (uint32_t i = 0; i < slots; i++) {
+        cd_collider *ci = &inst->colliders[i];
+        ci->pose.rotation = ci->from.rotation = ci->local.rotation = cd_quat_identity();
+        ci->radius2 = ci->radius;
+    }
+    TRY(cd_snap_get_any(sec, "colliders.poseRotation", CD_SNAP_F32, &c->pose.rotation, slots, 4, cs,
+                        true, NULL, fault));
+    TRY(cd_snap_get_any(sec, "colliders.fromRotation", CD_SNAP_F32, &c->from.rotation, slots, 4, cs,
+                        true, NULL, fault));
+    TRY(cd_snap_get_any(sec, "colliders.localRotation", CD_SNAP_F32, &c->local.rotation, slots, 4,
+                        cs, true, NULL, fault));
+    TRY(cd_snap_get_any(sec, "colliders.radius2", CD_SNAP_F32, &c->radius2, slots, 1, cs, true, NULL,
+                        fault));
+    TRY(cd_snap_get_any(sec, "colliders.halfExtents", CD_SNAP_F32, &c->half_extents, slots, 3, cs,
+                        true, NULL, fault));
     inst->collider_count = 0;
     for (uint32_t i = 0; i < slots; i++) {
         const cd_collider *ci = &inst->colliders[i];
@@ -576,7 +605,11 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
             (ci->active && ci->attachment != 0 && t[ci->attachment - 1].name[0] == '\0') ||
             !all_finite(&ci->pose.position.x, 6) || !all_finite(&ci->from.position.x, 6) ||
             !all_finite(&ci->local.position.x, 6) || !all_finite(&ci->radius, 5) ||
-            !all_finite(&ci->impulse_linear.x, 6))
+            !all_finite(&ci->impulse_linear.x, 6) || !all_finite(&ci->pose.rotation.x, 4) ||
+            !all_finite(&ci->from.rotation.x, 4) || !all_finite(&ci->local.rotation.x, 4) ||
+            !all_finite(&ci->radius2, 4) ||
+            (ci->active && ci->type == CD_COLLIDER_BOX &&
+             !(ci->half_extents.x > 0.0f && ci->half_extents.y > 0.0f && ci->half_extents.z > 0.0f)))
             return cd_snap_bad(fault, sec, "collider slot %" PRIu32 ": out of range", i);
         inst->collider_count += ci->active;
     }
@@ -960,6 +993,6 @@ cd_status cd_snapshot_load(cd_world *world, const uint8_t *data, size_t len, cd_
 _Static_assert(sizeof(cd_instance) - sizeof(cd_cloth_def) == CD_SNAPSHOT_INSTANCE_SIZE,
                "cd_instance changed: save the new field in snapshot.c (its head comment says "
                "how), then update CD_SNAPSHOT_INSTANCE_SIZE");
-_Static_assert(sizeof(cd_collider) == 128, "cd_collider changed: see snapshot.c's head comment");
+_Static_assert(sizeof(cd_collider) == 192, "cd_collider changed: see snapshot.c's head comment");
 _Static_assert(sizeof(cd_pin) == 44, "cd_pin changed: see snapshot.c's head comment");
 #endif

@@ -172,18 +172,47 @@ int32_t cd_substeps_bound(const cd_cloth_def *def);
 cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t iterations,
                              uint64_t limit, cd_field_fault *fault);
 
+/* Unit quaternion (x, y, z, w). */
+typedef struct cd_quat {
+    float x, y, z, w;
+} cd_quat;
+
+/* The collider types, in wire order: X(ID, "wire name"). */
+#define CD_COLLIDER_TYPE_MAP(X)                                                                    \
+    X(SPHERE, "sphere")                                                                            \
+    X(CAPSULE, "capsule")                                                                          \
+    X(PLANE, "plane")                                                                              \
+    X(TAPERED_CAPSULE, "taperedCapsule")                                                           \
+    X(BOX, "box")
+
 typedef enum cd_collider_type {
-    CD_COLLIDER_SPHERE = 0,
-    CD_COLLIDER_CAPSULE = 1,
-    CD_COLLIDER_PLANE = 2,
+#define CD_COLLIDER_TYPE_ENUM(ID, wire) CD_COLLIDER_##ID,
+    CD_COLLIDER_TYPE_MAP(CD_COLLIDER_TYPE_ENUM)
+#undef CD_COLLIDER_TYPE_ENUM
+    CD_COLLIDER_TYPE_COUNT
 } cd_collider_type;
+
+/* Wire name of a collider type ("taperedCapsule"), NULL out of range. */
+const char *cd_collider_type_name(int type);
+
+/* How far a collider's rotation may be from unit length: within it the
+ * solver normalises it, beyond it (or zero) the check refuses it. */
+#define CD_ROTATION_UNIT_TOLERANCE 1e-3
 
 typedef struct cd_collider_def {
     cd_collider_type type;
-    cd_vec3 position; /* centre (sphere, capsule) or a point on the plane */
-    cd_vec3 normal;   /* plane normal or capsule axis; normalised on use */
-    float radius;     /* sphere and capsule, >= 0 */
-    float height;     /* capsule: total length including both caps */
+    /* Centre (sphere, box; capsules: the midpoint between their two end
+     * spheres' centres) or a point on the plane. */
+    cd_vec3 position;
+    /* Plane normal, or a capsule's axis (a tapered capsule's points from
+     * the `radius` end to the `radius2` end); normalised on use; boxes
+     * turn by `rotation` instead. */
+    cd_vec3 normal;
+    float radius;     /* sphere and capsules, >= 0 */
+    float height;     /* capsules: total length including both caps */
+    float radius2;    /* tapered capsule: the far end's radius; CD_UNSET: = radius */
+    cd_vec3 half_extents; /* box: half its size along its own x, y, z, each > 0 */
+    cd_quat rotation;     /* box: its orientation (unit; the others ignore it) */
     float friction;        /* kinetic, >= 0 */
     float static_friction; /* >= 0 */
     float coupling;        /* share of the momentum handed back, 0..1 */
@@ -205,6 +234,11 @@ cd_collider_def cd_default_collider_def(cd_collider_type type);
  * over 1e5 m, ... The attachment is the instance's to check. CD_OK or
  * CD_E_INVALID_ARGUMENT with *fault (may be NULL). */
 cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *fault);
+/* Checks one row of the struct at `base` (a cd_cloth_def or a
+ * cd_collider_def) as the checks above do: CD_OK or CD_E_INVALID_ARGUMENT
+ * with *fault (may be NULL) naming the row. The protocol's reader takes
+ * its words for the kinds it does not check alone (EXTENTS, ROTATION). */
+cd_status cd_option_check(const cd_option_spec *spec, const void *base, cd_field_fault *fault);
 
 /* ---- soft bodies ---- */
 
@@ -525,11 +559,6 @@ bool cd_instance_skinned(const cd_instance *inst);
 #define CD_MAX_TRANSFORMS 16
 #define CD_TRANSFORM_NAME_MAX 32 /* bytes, including the terminating NUL */
 
-/* Unit quaternion (x, y, z, w). */
-typedef struct cd_quat {
-    float x, y, z, w;
-} cd_quat;
-
 /* Creates or moves the named transform. Every particle and collider
  * attached to it follows (pins move smoothly over the next step's
  * substeps). Returns its handle (>= 1) in *out_handle when not NULL.
@@ -560,9 +589,17 @@ cd_status cd_instance_teleport(cd_instance *inst, cd_vec3 translation, cd_quat r
 
 /* Colliders are per instance, with generation-checked ids. */
 cd_status cd_instance_add_collider(cd_instance *inst, const cd_collider_def *def, cd_id *out_id);
-/* position and/or normal may be NULL to keep the current value. */
+/* position and/or normal may be NULL to keep the current value. A box
+ * has no normal (CD_E_INVALID_ARGUMENT): it turns by cd_instance_turn_collider. */
 cd_status cd_instance_move_collider(cd_instance *inst, cd_id collider, const cd_vec3 *position,
                                     const cd_vec3 *normal);
+/* Sets a box's rotation (local to its transform when attached): unit
+ * within CD_ROTATION_UNIT_TOLERANCE; CD_E_INVALID_ARGUMENT for another
+ * type or a bad quaternion, CD_E_NOT_FOUND for an unknown id. */
+cd_status cd_instance_turn_collider(cd_instance *inst, cd_id collider, cd_quat rotation);
+/* The collider's shape and options as cd_instance_list_colliders gives
+ * them; CD_E_NOT_FOUND for an unknown id. */
+cd_status cd_instance_get_collider(const cd_instance *inst, cd_id collider, cd_collider_def *out);
 cd_status cd_instance_remove_collider(cd_instance *inst, cd_id collider);
 /* The impulses handed to colliders with coupling > 0 during the last step;
  * writes up to `cap`, returns how many there are. */

@@ -57,6 +57,15 @@ static inline cd_quat cd_quat_multiply(cd_quat a, cd_quat b)
                      a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w,
                      a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z};
 }
+/* Unit length; `fallback` for a zero or non-finite q. */
+static inline cd_quat cd_quat_normalize_or(cd_quat q, cd_quat fallback)
+{
+    float n = sqrtf(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w);
+    if (!(n > 1e-12f) || !isfinite(n))
+        return fallback;
+    return (cd_quat){q.x / n, q.y / n, q.z / n, q.w / n};
+}
+static inline cd_quat cd_quat_identity(void) { return (cd_quat){0, 0, 0, 1}; }
 
 /* The correction of a two-particle constraint along d = pb - pa: pa moves
  * by -d * sa, pb by +d * sb (packed xyz, the solver's hot loops). */

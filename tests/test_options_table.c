@@ -308,6 +308,8 @@ static const char *kind_word(cd_option_kind kind)
     case CD_OPTION_DIRECTION: return "direction";
     case CD_OPTION_BOOL: return "boolean";
     case CD_OPTION_WIND_MODEL: return "string";
+    case CD_OPTION_EXTENTS: return "vec3";
+    case CD_OPTION_ROTATION: return "quaternion";
     }
     return "?";
 }
@@ -333,7 +335,12 @@ static void check_default(const cd_option_spec *s, const char *cell)
     case CD_OPTION_VEC3:
     case CD_OPTION_POINT:
     case CD_OPTION_DIRECTION:
+    case CD_OPTION_EXTENTS:
         snprintf(want, sizeof want, "`[%g,%g,%g]`", d[0], d[1], d[2]);
+        cr_assert_str_eq(cell, want, "%s", s->name);
+        return;
+    case CD_OPTION_ROTATION:
+        snprintf(want, sizeof want, "`[%g,%g,%g,%g]`", d[0], d[1], d[2], d[3]);
         cr_assert_str_eq(cell, want, "%s", s->name);
         return;
     case CD_OPTION_BOOL:
@@ -346,10 +353,11 @@ static void check_default(const cd_option_spec *s, const char *cell)
     }
 }
 
-/* The range cell starts with the row's range: "≥ 2", "[1, 256]", "(0, 10000]". */
+/* The range cell starts with the row's range: "≥ 2", "[1, 256]", "(0, 10000]"
+ * (an EXTENTS row's: each of its three numbers'). */
 static void check_range(const cd_option_spec *s, const char *cell)
 {
-    if (s->kind != CD_OPTION_INT && s->kind != CD_OPTION_FLOAT)
+    if (s->kind != CD_OPTION_INT && s->kind != CD_OPTION_FLOAT && s->kind != CD_OPTION_EXTENTS)
         return;
     char want[96];
     if (s->kind == CD_OPTION_INT && s->max >= INT32_MAX)
@@ -388,4 +396,80 @@ Test(options_table, protocol_md_lists_every_option_with_the_tables_type_default_
     check_section(doc, "\n### create\n", cd_cloth_option_specs, CD_OPT_COUNT);
     check_section(doc, "\n### addCollider\n", cd_collider_option_specs, CD_COLLIDER_OPT_COUNT);
     free(doc);
+}
+
+/* ---- the box's and the tapered capsule's fields (issue 14) ------------------ */
+
+/* The parser's words for an addCollider line and the solver's for the same
+ * def (built by `set`) agree, and are `message`. */
+static void collider_refused(const char *members, void (*set)(cd_collider_def *),
+                             const char *message)
+{
+    char line[256];
+    snprintf(line, sizeof line, "{\"cmd\":\"addCollider\",\"instance\":1,%s}", members);
+    expect_parse(line, CD_E_INVALID_ARGUMENT, message);
+    cd_collider_def c = cd_default_collider_def(CD_COLLIDER_BOX);
+    set(&c);
+    cd_field_fault f;
+    cr_assert_eq(cd_collider_def_check(&c, &f), CD_E_INVALID_ARGUMENT, "%s", message);
+    char got[256];
+    fault_message(&f, got, sizeof got);
+    cr_assert_str_eq(got, message);
+}
+
+static void negative_radius2(cd_collider_def *c) { c->radius2 = -0.5f; }
+static void zero_extent(cd_collider_def *c) { c->half_extents.y = 0.0f; }
+static void negative_extent(cd_collider_def *c) { c->half_extents.z = -1.0f; }
+static void zero_rotation(cd_collider_def *c) { c->rotation = (cd_quat){0, 0, 0, 0}; }
+static void long_rotation(cd_collider_def *c) { c->rotation = (cd_quat){0, 0, 0, 2}; }
+static void slightly_long_rotation(cd_collider_def *c) { c->rotation = (cd_quat){0, 0, 0.6f, 0.81f}; }
+
+Test(options_table, bad_radius2_extents_and_rotations_are_refused_naming_the_field)
+{
+    collider_refused("\"type\":\"taperedCapsule\",\"radius2\":-0.5", negative_radius2,
+                     "radius2: must be a number in [0, 100000]");
+    collider_refused("\"type\":\"box\",\"halfExtents\":[1,0,1]", zero_extent,
+                     "halfExtents: each must be a number in (0, 100000]");
+    collider_refused("\"type\":\"box\",\"halfExtents\":[0.5,0.5,-1]", negative_extent,
+                     "halfExtents: each must be a number in (0, 100000]");
+    collider_refused("\"type\":\"box\",\"rotation\":[0,0,0,0]", zero_rotation,
+                     "rotation: must not be zero-length");
+    collider_refused("\"type\":\"box\",\"rotation\":[0,0,0,2]", long_rotation,
+                     "rotation: must be a unit quaternion (length within 0.001 of 1, not 2)");
+    /* 0.6^2 + 0.81^2 = 1.0161: 1.008 long. */
+    collider_refused("\"type\":\"box\",\"rotation\":[0,0,0.6,0.81]", slightly_long_rotation,
+                     "rotation: must be a unit quaternion (length within 0.001 of 1, not 1.00802)");
+    expect_parse("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"box\",\"rotation\":[0,0,1]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "rotation: must be a quaternion [x, y, z, w] of 4 finite numbers");
+    expect_parse("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"box\",\"halfExtents\":2}",
+                 CD_E_INVALID_ARGUMENT, "halfExtents: must be an array of 3 finite numbers");
+    /* moveCollider reads the same row. */
+    expect_parse("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":1,\"rotation\":[1,1,0,0]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "rotation: must be a unit quaternion (length within 0.001 of 1, not 1.41421)");
+    /* Within the tolerance is a rotation (normalised on use). */
+    cd_collider_def c = cd_default_collider_def(CD_COLLIDER_BOX);
+    c.rotation = (cd_quat){0, 0, 0.6f, 0.8004f};
+    cr_assert_eq(cd_collider_def_check(&c, NULL), CD_OK);
+}
+
+Test(options_table, a_box_turns_by_rotation_and_the_others_by_normal)
+{
+    expect_parse("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"box\",\"normal\":[0,1,0]}",
+                 CD_E_INVALID_ARGUMENT, "normal: a box turns by \"rotation\", not \"normal\"");
+    expect_parse("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"taperedCapsule\","
+                 "\"rotation\":[0,0,0,1]}",
+                 CD_E_INVALID_ARGUMENT,
+                 "rotation: only a box takes a rotation (a taperedCapsule turns by \"normal\")");
+    expect_parse("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"cone\"}",
+                 CD_E_INVALID_ARGUMENT,
+                 "type: unknown collider type \"cone\" (one of \"sphere\", \"capsule\", "
+                 "\"plane\", \"taperedCapsule\" or \"box\")");
+    const cd_collider_def box = cd_default_collider_def(CD_COLLIDER_BOX);
+    cr_assert_eq(box.half_extents.x, 0.5f);
+    cr_assert_eq(box.rotation.w, 1.0f);
+    cr_assert_eq(cd_default_collider_def(CD_COLLIDER_TAPERED_CAPSULE).radius2, CD_UNSET);
+    cr_assert_str_eq(cd_collider_type_name(CD_COLLIDER_TAPERED_CAPSULE), "taperedCapsule");
+    cr_assert_null(cd_collider_type_name(CD_COLLIDER_TYPE_COUNT));
 }

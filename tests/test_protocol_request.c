@@ -878,7 +878,8 @@ Test(protocol_request, add_collider_type_is_required_and_known)
                  "type: required");
     expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"cube\"}",
                  CD_E_INVALID_ARGUMENT,
-                 "type: unknown collider type \"cube\" (one of \"sphere\", \"capsule\" or \"plane\")");
+                 "type: unknown collider type \"cube\" (one of \"sphere\", \"capsule\", \"plane\", "
+                 "\"taperedCapsule\" or \"box\")");
     expect_error("{\"cmd\":\"addCollider\",\"instance\":1,\"type\":2}", CD_E_INVALID_ARGUMENT,
                  "type: must be a string");
 }
@@ -907,7 +908,7 @@ Test(protocol_request, move_collider_needs_a_collider_and_something_to_move)
     expect_error("{\"cmd\":\"moveCollider\",\"instance\":1,\"position\":[1,2,3]}",
                  CD_E_INVALID_ARGUMENT, "collider: required");
     expect_error("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":1}", CD_E_INVALID_ARGUMENT,
-                 "position: required unless \"normal\" is given");
+                 "position: required unless \"normal\" or \"rotation\" is given");
     expect_error("{\"cmd\":\"moveCollider\",\"instance\":1,\"collider\":1,\"normal\":[0,0,0]}",
                  CD_E_INVALID_ARGUMENT, "normal: must not be zero-length");
 }

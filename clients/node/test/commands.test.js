@@ -179,7 +179,7 @@ test('pin, unpin, colliders, gravity, enable and destroy', async () => {
   assert.deepEqual(s.colliders[0].position, [0, 0.25, 0]);
   await client.removeCollider(id, c);
   await assert.rejects(client.removeCollider(id, c), isError('not_found'));
-  await assert.rejects(client.addCollider(id, { type: 'cone' }), isError('invalid_argument', /^type: unknown collider type "cone" \(one of "sphere", "capsule" or "plane"\)$/));
+  await assert.rejects(client.addCollider(id, { type: 'cone' }), isError('invalid_argument', /^type: unknown collider type "cone" \(one of "sphere", "capsule", "plane", "taperedCapsule" or "box"\)$/));
 
   await client.gravity(id, [0, 0, 0]);
   assert.deepEqual(await client.wind([0.1, 0, 0], id), [0.100000001, 0, 0]);
