@@ -1244,29 +1244,56 @@ class Client:
 
     def add_collider(self, instance: int, type: str, position: Optional[VecLike] = None,
                      normal: Optional[VecLike] = None, radius: Optional[float] = None,
-                     height: Optional[float] = None, *, friction: Optional[float] = None,
-                     static_friction: Optional[float] = None, coupling: Optional[float] = None,
-                     attachment: Optional[str] = None, **extra: Any) -> int:
-        """Adds a "sphere", "capsule" or "plane" collider; returns its id.
+                     height: Optional[float] = None, *, radius2: Optional[float] = None,
+                     half_extents: Optional[VecLike] = None, rotation: Optional[Sequence[float]] = None,
+                     friction: Optional[float] = None, static_friction: Optional[float] = None,
+                     coupling: Optional[float] = None, attachment: Optional[str] = None,
+                     **extra: Any) -> int:
+        """Adds a "sphere", "capsule", "plane", "taperedCapsule" or "box"
+        collider; returns its id.
 
-        ``position``: centre (or a point of the plane; default origin);
-        ``normal``: plane normal or capsule axis ([0,1,0]); ``radius``
-        (0.5); ``height``: capsule length including both caps (1);
+        ``position``: centre (or a point of the plane; a tapered capsule's
+        midpoint between its end spheres; default origin); ``normal``:
+        plane normal or capsule axis ([0,1,0]; a tapered capsule's points
+        from its ``radius`` end to its ``radius2`` end; not for boxes);
+        ``radius`` (0.5); ``height``: capsule length including both caps
+        (1); ``radius2``: a tapered capsule's +normal end (default
+        ``radius``); ``half_extents``: a box's half size ([0.5]*3);
+        ``rotation``: a box's unit quaternion [x, y, z, w] ([0,0,0,1]);
         ``friction``/``static_friction`` (0); ``coupling`` (0..1, two-way
         coupling: impulses reported in step replies); ``attachment``: a
-        transform name the collider follows (position/normal local to it).
+        transform name the collider follows (position/normal/rotation
+        local to it).
         """
         reply = self.request("addCollider", instance=instance, type=type, position=_vec(position),
-                             normal=_vec(normal), radius=radius, height=height, friction=friction,
-                             static_friction=static_friction, coupling=coupling,
-                             attachment=attachment, **extra)
+                             normal=_vec(normal), radius=radius, height=height, radius2=radius2,
+                             half_extents=_vec(half_extents), rotation=_vec(rotation),
+                             friction=friction, static_friction=static_friction,
+                             coupling=coupling, attachment=attachment, **extra)
         return int(reply["collider"])
 
+    def add_tapered_capsule(self, instance: int, start: VecLike, end: VecLike, radius: float,
+                            radius2: float, **options: Any) -> int:
+        """A limb from joint ``start`` (``radius``) to joint ``end``
+        (``radius2``): a "taperedCapsule" whose end spheres sit on the two
+        joints (``position``, ``normal`` and ``height`` are derived; other
+        ``add_collider`` options pass through). Returns its id."""
+        a, b = _vec(start), _vec(end)
+        assert a is not None and b is not None
+        axis = [b[i] - a[i] for i in range(3)]
+        length = math.sqrt(sum(x * x for x in axis))
+        return self.add_collider(instance, "taperedCapsule",
+                                 position=[(a[i] + b[i]) / 2 for i in range(3)],
+                                 normal=axis if length > 0 else None, radius=radius,
+                                 radius2=radius2, height=length + radius + radius2, **options)
+
     def move_collider(self, instance: int, collider: int, position: Optional[VecLike] = None,
-                      normal: Optional[VecLike] = None) -> None:
-        """Moves and/or turns a collider (at least one of the two)."""
+                      normal: Optional[VecLike] = None,
+                      rotation: Optional[Sequence[float]] = None) -> None:
+        """Moves and/or turns a collider (at least one of the three; a box
+        turns by ``rotation``, the others by ``normal``)."""
         self.request("moveCollider", instance=instance, collider=collider, position=_vec(position),
-                     normal=_vec(normal))
+                     normal=_vec(normal), rotation=_vec(rotation))
 
     def remove_collider(self, instance: int, collider: int) -> None:
         """Removes a collider; its id never works again."""
