@@ -198,14 +198,26 @@ export interface PinOptions {
   positions?: ArrayLike<Vec3Like>;
 }
 
-export type ColliderType = 'sphere' | 'capsule' | 'plane';
+export type ColliderType = 'sphere' | 'capsule' | 'plane' | 'taperedCapsule' | 'box';
+
+/** A unit quaternion [x, y, z, w]. */
+export type QuatLike = ArrayLike<number>;
 
 export interface AddColliderOptions {
   type: ColliderType;
+  /** Centre; a tapered capsule's midpoint between its end spheres' centres; a point of a plane. */
   position?: Vec3Like;
+  /** Plane normal or capsule axis (a tapered capsule's points from its radius end to its radius2 end); not for boxes. */
   normal?: Vec3Like;
   radius?: number;
+  /** Capsules: total length including both caps. */
   height?: number;
+  /** Tapered capsule: the radius of its +normal end (default: radius). */
+  radius2?: number;
+  /** Box: half its size along its own x, y, z (default [0.5, 0.5, 0.5]). */
+  halfExtents?: Vec3Like;
+  /** Box: its orientation, unit within 0.001 (default [0, 0, 0, 1]). */
+  rotation?: QuatLike;
   /** Kinetic friction coefficient (default 0). */
   friction?: number;
   /** Static friction coefficient (default: friction). */
@@ -225,7 +237,10 @@ export interface AttachOptions {
 
 export interface MoveColliderOptions {
   position?: Vec3Like;
+  /** Not for boxes. */
   normal?: Vec3Like;
+  /** Boxes only. */
+  rotation?: QuatLike;
 }
 
 export interface StepOptions {
@@ -272,9 +287,16 @@ export interface Collider {
   collider: number;
   type: ColliderType;
   position: Vec3;
+  /** Unit; a box's own +y axis. */
   normal: Vec3;
   radius: number;
   height: number;
+  /** Tapered capsules only. */
+  radius2?: number;
+  /** Boxes only. */
+  halfExtents?: Vec3;
+  /** Boxes only: [x, y, z, w]. */
+  rotation?: [number, number, number, number];
 }
 
 export interface SelfCollisionStats {
@@ -595,6 +617,9 @@ export class Client extends EventEmitter {
   wind(wind: Vec3Like, instance?: number): Promise<Vec3>;
   gravity(instance: number, gravity: Vec3Like): Promise<void>;
   addCollider(instance: number, options: AddColliderOptions): Promise<number>;
+  /** A limb from joint start (radius) to joint end (radius2) as a "taperedCapsule". */
+  addTaperedCapsule(instance: number, start: Vec3Like, end: Vec3Like, radius: number, radius2: number,
+                    options?: Omit<AddColliderOptions, 'type' | 'position' | 'normal' | 'radius' | 'radius2' | 'height'>): Promise<number>;
   moveCollider(instance: number, collider: number, options: MoveColliderOptions): Promise<void>;
   removeCollider(instance: number, collider: number): Promise<void>;
   enable(instance: number, enabled?: boolean): Promise<boolean>;

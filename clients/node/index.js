@@ -918,8 +918,10 @@ class Client extends EventEmitter {
   }
 
   /**
-   * Adds a collider: opts.type is "sphere", "capsule" or "plane"; position,
-   * normal, radius, height, friction, staticFriction, coupling (two-way
+   * Adds a collider: opts.type is "sphere", "capsule", "plane",
+   * "taperedCapsule" or "box"; position, normal, radius, height, radius2 (a
+   * tapered capsule's +normal end), halfExtents and rotation (a box's unit
+   * quaternion [x, y, z, w]), friction, staticFriction, coupling (two-way
    * coupling, impulses in step replies) and attachment (a transform name
    * the collider follows) are optional. Resolves with the collider id.
    */
@@ -929,13 +931,37 @@ class Client extends EventEmitter {
       instance,
       position: vec(opts.position),
       normal: vec(opts.normal),
+      halfExtents: vec(opts.halfExtents),
+      rotation: vec(opts.rotation),
     });
     return reply.collider;
   }
 
-  /** Moves and/or turns a collider (opts.position, opts.normal). */
+  /**
+   * A limb from joint `start` (radius) to joint `end` (radius2): a
+   * "taperedCapsule" whose end spheres sit on the joints (position,
+   * normal and height derived; other addCollider options in opts).
+   */
+  async addTaperedCapsule(instance, start, end, radius, radius2, opts = {}) {
+    const a = Array.from(start), b = Array.from(end);
+    const axis = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+    const length = Math.hypot(axis[0], axis[1], axis[2]);
+    return this.addCollider(instance, {
+      ...opts,
+      type: 'taperedCapsule',
+      position: [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, (a[2] + b[2]) / 2],
+      normal: length > 0 ? axis : undefined,
+      radius,
+      radius2,
+      height: length + radius + radius2,
+    });
+  }
+
+  /** Moves and/or turns a collider (opts.position, opts.normal; a box: opts.rotation). */
   async moveCollider(instance, collider, opts = {}) {
-    await this.request('moveCollider', { instance, collider, position: vec(opts.position), normal: vec(opts.normal) });
+    await this.request('moveCollider', {
+      instance, collider, position: vec(opts.position), normal: vec(opts.normal), rotation: vec(opts.rotation),
+    });
   }
 
   /** Removes a collider. */

@@ -180,6 +180,24 @@ test('pin, unpin, colliders, gravity, enable and destroy', async () => {
   await client.removeCollider(id, c);
   await assert.rejects(client.removeCollider(id, c), isError('not_found'));
   await assert.rejects(client.addCollider(id, { type: 'cone' }), isError('invalid_argument', /^type: unknown collider type "cone" \(one of "sphere", "capsule", "plane", "taperedCapsule" or "box"\)$/));
+  const limb = await client.addTaperedCapsule(id, [0, 1, 0], [0, 0.4, 0], 0.1, 0.05, { friction: 0.2 });
+  const torso = await client.addCollider(id, { type: 'box', position: [0, 2, 0], halfExtents: [0.2, 0.3, 0.1], rotation: [0, 0, 0, 1] });
+  await client.moveCollider(id, torso, { rotation: [0, 0.7071068, 0, 0.7071068] });
+  s = await client.get(id);
+  const [tc, bx] = [limb, torso].map((k) => s.colliders.find((x) => x.collider === k));
+  assert.equal(tc.type, 'taperedCapsule');
+  assert.equal(Math.fround(tc.radius2), Math.fround(0.05));
+  assert.equal(Math.fround(tc.height), Math.fround(0.75));
+  assert.deepEqual(tc.normal, [0, -1, 0]);
+  assert.equal(bx.type, 'box');
+  assert.deepEqual(bx.halfExtents.map(Math.fround), [0.2, 0.3, 0.1].map(Math.fround));
+  assert.ok(Math.abs(bx.rotation[1] - 0.7071068) < 1e-6 && Math.abs(bx.rotation[3] - 0.7071068) < 1e-6);
+  await assert.rejects(client.moveCollider(id, limb, { rotation: [0, 0, 0, 1] }),
+    isError('invalid_argument', /^rotation: collider \d+ is a taperedCapsule, which turns by "normal"$/));
+  await assert.rejects(client.addCollider(id, { type: 'box', rotation: [0, 0, 0, 2] }),
+    isError('invalid_argument', /^rotation: must be a unit quaternion \(length within 0\.001 of 1, not 2\)$/));
+  await client.removeCollider(id, limb);
+  await client.removeCollider(id, torso);
 
   await client.gravity(id, [0, 0, 0]);
   assert.deepEqual(await client.wind([0.1, 0, 0], id), [0.100000001, 0, 0]);
