@@ -446,6 +446,10 @@ static const char *collider_type_name(clothd_collider_type t)
         return "capsule";
     case CLOTHD_COLLIDER_PLANE:
         return "plane";
+    case CLOTHD_COLLIDER_TAPERED_CAPSULE:
+        return "taperedCapsule";
+    case CLOTHD_COLLIDER_BOX:
+        return "box";
     default:
         return NULL;
     }
@@ -459,7 +463,7 @@ clothd_code clothd_send_add_collider(clothd_client *c, clothd_instance inst, con
         memset(&none, 0, sizeof none);
         o = &none;
     }
-    if ((unsigned)o->type > CLOTHD_COLLIDER_PLANE)
+    if ((unsigned)o->type > CLOTHD_COLLIDER_BOX)
         return cdc_fail(err, CLOTHD_E_USAGE, "type: %d is no clothd_collider_type", (int)o->type);
     BEGIN(CDC_K_ADD_COLLIDER, "addCollider");
     put_instance(&r.w, inst);
@@ -471,6 +475,10 @@ clothd_code clothd_send_add_collider(clothd_client *c, clothd_instance inst, con
     cdc_put_f(&r.w, "friction", o->friction);
     cdc_put_f(&r.w, "staticFriction", o->static_friction);
     cdc_put_f(&r.w, "coupling", o->coupling);
+    cdc_put_f(&r.w, "radius2", o->radius2);
+    cdc_put_v3(&r.w, "halfExtents", o->half_extents);
+    if (o->rotation.set)
+        cdc_put_floats(&r.w, "rotation", o->rotation.value, 4);
     cdc_put_str(&r.w, "attachment", o->attachment);
     return cdc_req_end(&r, ticket, NULL, err);
 }
@@ -514,6 +522,8 @@ clothd_code clothd_send_move_collider(clothd_client *c, clothd_instance inst, cl
     put_id(&r.w, "collider", col.id);
     cdc_put_v3(&r.w, "position", o->position);
     cdc_put_v3(&r.w, "normal", o->normal);
+    if (o->rotation.set)
+        cdc_put_floats(&r.w, "rotation", o->rotation.value, 4);
     return cdc_req_end(&r, ticket, NULL, err);
 }
 

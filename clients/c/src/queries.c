@@ -251,6 +251,10 @@ static clothd_collider_type collider_type_of(const cdc_jdoc *d, int tok)
         return CLOTHD_COLLIDER_CAPSULE;
     if (cdc_jstr_eq(d, tok, "plane"))
         return CLOTHD_COLLIDER_PLANE;
+    if (cdc_jstr_eq(d, tok, "taperedCapsule"))
+        return CLOTHD_COLLIDER_TAPERED_CAPSULE;
+    if (cdc_jstr_eq(d, tok, "box"))
+        return CLOTHD_COLLIDER_BOX;
     return CLOTHD_COLLIDER_UNSET;
 }
 
@@ -355,6 +359,14 @@ static clothd_code decode_get(clothd_client *c, const cdc_jdoc *d, int root, voi
             cdc_jvec3(d, cdc_jget(d, i, "normal"), ci->normal);
             cdc_jfloat(d, cdc_jget(d, i, "radius"), &ci->radius);
             cdc_jfloat(d, cdc_jget(d, i, "height"), &ci->height);
+            cdc_jfloat(d, cdc_jget(d, i, "radius2"), &ci->radius2);
+            cdc_jvec3(d, cdc_jget(d, i, "halfExtents"), ci->half_extents);
+            const int q = cdc_jget(d, i, "rotation");
+            if (q >= 0 && cdc_jtype_of(d, q) == CDC_JARRAY && d->tok[q].count == 4) {
+                int e = cdc_jfirst(d, q);
+                for (int j = 0; j < 4; j++, e = cdc_jnext(d, e))
+                    cdc_jfloat(d, e, &ci->rotation[j]);
+            }
         }
         s->collider_count = n;
     }

@@ -224,6 +224,56 @@ static void colliders_should_come_and_go(void)
     clothd_close(c);
 }
 
+/* The skeleton's shapes: a tapered capsule and a box go out with their
+ * fields, come back from get with them, and a box turns by rotation. */
+static void tapered_capsules_and_boxes_should_round_trip(void)
+{
+    clothd_client *c = client();
+    REQUIRE(c != NULL);
+    clothd_error err;
+    clothd_created cl;
+    REQUIRE_OK(clothd_create_cloth(c, NULL, &cl, &err), err);
+    clothd_collider_options co;
+    memset(&co, 0, sizeof co);
+    co.type = CLOTHD_COLLIDER_TAPERED_CAPSULE;
+    co.radius = clothd_f(0.25f);
+    co.radius2 = clothd_f(0.125f);
+    co.height = clothd_f(1.5f);
+    co.normal = clothd_v3(0, 0, 1);
+    clothd_collider limb, torso;
+    REQUIRE_OK(clothd_add_collider(c, cl.instance, &co, &limb, &err), err);
+    memset(&co, 0, sizeof co);
+    co.type = CLOTHD_COLLIDER_BOX;
+    co.position = clothd_v3(0, -1, 0);
+    co.half_extents = clothd_v3(0.5f, 0.25f, 0.75f);
+    co.rotation = clothd_v4(0, 0, 0, 1);
+    REQUIRE_OK(clothd_add_collider(c, cl.instance, &co, &torso, &err), err);
+    clothd_move_options mo;
+    memset(&mo, 0, sizeof mo);
+    mo.rotation = clothd_v4(0, 0, 0.6f, 0.8f);
+    REQUIRE_OK(clothd_move_collider(c, cl.instance, torso, &mo, &err), err);
+    clothd_instance_state st;
+    REQUIRE_OK(clothd_get(c, cl.instance, NULL, &st, &err), err);
+    REQUIRE(st.collider_count == 2, "%zu colliders", st.collider_count);
+    CHECK(st.colliders[0].type == CLOTHD_COLLIDER_TAPERED_CAPSULE && st.colliders[0].radius2 == 0.125f &&
+          st.colliders[0].radius == 0.25f && st.colliders[0].normal[2] == 1.0f);
+    CHECK(st.colliders[1].type == CLOTHD_COLLIDER_BOX && st.colliders[1].half_extents[2] == 0.75f &&
+          st.colliders[1].rotation[2] == 0.6f && st.colliders[1].rotation[3] == 0.8f, "box %g %g",
+          st.colliders[1].rotation[2], st.colliders[1].rotation[3]);
+    clothd_instance_state_free(&st);
+    /* A box has no normal; a rotation must be unit. */
+    memset(&mo, 0, sizeof mo);
+    mo.normal = clothd_v3(0, 1, 0);
+    CHECK(clothd_move_collider(c, cl.instance, torso, &mo, &err) == CLOTHD_E_INVALID_ARGUMENT &&
+          strncmp(err.message, "normal: collider", 16) == 0, "%s", err.message);
+    co.rotation = clothd_v4(0, 0, 0, 2);
+    CHECK(clothd_add_collider(c, cl.instance, &co, &torso, &err) == CLOTHD_E_INVALID_ARGUMENT &&
+          strcmp(err.message, "rotation: must be a unit quaternion (length within 0.001 of 1, not 2)") == 0,
+          "%s", err.message);
+    REQUIRE_OK(clothd_destroy(c, cl.instance, &err), err);
+    clothd_close(c);
+}
+
 static void a_coupled_collider_should_report_impulses(void)
 {
     clothd_client *c = client();
@@ -477,6 +527,7 @@ const ct_test ct_command_tests[] = {
     {"commands: pin, unpin, get into the caller's buffer", pins_should_show_in_get, 0},
     {"commands: wind, gravity, step, enable", wind_gravity_and_step_should_change_the_state, 0},
     {"commands: add, move, remove colliders", colliders_should_come_and_go, 0},
+    {"commands: tapered capsules and boxes", tapered_capsules_and_boxes_should_round_trip, 0},
     {"commands: a coupled collider reports impulses", a_coupled_collider_should_report_impulses, 0},
     {"commands: step with budgetMs, lod and priority", a_step_budget_should_report_the_degraded_instances, 0},
     {"commands: topology, status, debug, set, transform, attach, ping, stats, auth", the_rest_of_the_commands_should_answer, 0},

@@ -170,6 +170,8 @@ typedef enum clothd_collider_type {
     CLOTHD_COLLIDER_SPHERE,
     CLOTHD_COLLIDER_CAPSULE,
     CLOTHD_COLLIDER_PLANE,
+    CLOTHD_COLLIDER_TAPERED_CAPSULE, /* "taperedCapsule": radius at -normal, radius2 at +normal */
+    CLOTHD_COLLIDER_BOX,             /* "box": half_extents, turned by rotation */
 } clothd_collider_type;
 
 typedef enum clothd_access {
@@ -561,6 +563,9 @@ typedef struct clothd_collider_options {
     clothd_opt_f radius, height;
     clothd_opt_f friction, static_friction, coupling;
     const char *attachment;          /* a transform's name; NULL: not sent. Copied. */
+    clothd_opt_f radius2;            /* tapered capsule: its +normal end's radius */
+    clothd_opt_v3 half_extents;      /* box: half its size along its own axes */
+    clothd_opt_v4 rotation;          /* box: unit quaternion x, y, z, w (boxes take no normal) */
 } clothd_collider_options;
 CLOTHD_API clothd_code clothd_add_collider(clothd_client *c, clothd_instance inst,
                                            const clothd_collider_options *o, clothd_collider *out,
@@ -571,9 +576,11 @@ CLOTHD_API clothd_code clothd_send_add_collider(clothd_client *c, clothd_instanc
 CLOTHD_API clothd_code clothd_recv_add_collider(clothd_client *c, clothd_ticket ticket, clothd_collider *out,
                                                 clothd_error *err);
 
-/* moveCollider: at least one of position and normal. */
+/* moveCollider: at least one of position, normal and rotation (a box
+ * turns by rotation, the others by normal). */
 typedef struct clothd_move_options {
     clothd_opt_v3 position, normal;
+    clothd_opt_v4 rotation;
 } clothd_move_options;
 CLOTHD_API clothd_code clothd_move_collider(clothd_client *c, clothd_instance inst, clothd_collider col,
                                             const clothd_move_options *o, clothd_error *err);
@@ -653,8 +660,11 @@ CLOTHD_API clothd_code clothd_recv_step(clothd_client *c, clothd_ticket ticket, 
 typedef struct clothd_collider_info {
     clothd_collider collider;
     clothd_collider_type type;
-    float position[3], normal[3];
+    float position[3], normal[3]; /* a box's normal: its own +y axis */
     float radius, height;
+    float radius2;         /* tapered capsule; 0 for the others */
+    float half_extents[3]; /* box; 0 for the others */
+    float rotation[4];     /* box (x, y, z, w); 0 for the others */
 } clothd_collider_info;
 
 /* Owns pinned and colliders, and positions unless they went into the
