@@ -651,6 +651,7 @@ export class Viewer {
         pinned: g.pinned ?? [],
         colliders: (g.colliders ?? []).map((c) => ({
           collider: c.collider, type: c.type, position: c.position, normal: c.normal, radius: c.radius, height: c.height,
+          radius2: c.radius2, halfExtents: c.halfExtents, rotation: c.rotation, // tapered capsules, boxes
         })),
       });
     }

@@ -238,6 +238,31 @@ const planeMaterial = new THREE.MeshStandardMaterial({
   color: 0x6f8fae, roughness: 0.9, transparent: true, opacity: 0.14, side: THREE.DoubleSide, depthWrite: false,
 });
 const colliderWireMaterial = new THREE.LineBasicMaterial({ color: 0xffd166, transparent: true, opacity: 0.85 });
+
+// A tapered capsule along +y (PROTOCOL.md, addCollider): the hull of a
+// sphere of radius r1 at y = -L/2 and one of r2 at +L/2, L = height - r1 -
+// r2, turned about y. Its profile: the r1 sphere from its pole up to where
+// the cone's side touches it, the side, then the r2 sphere to its pole.
+function taperedCapsuleGeometry(r1, r2, height) {
+  r1 = Math.max(r1, 1e-4);
+  r2 = Math.max(r2, 1e-4);
+  const len = Math.max(height - r1 - r2, 0);
+  if (len <= Math.abs(r1 - r2)) { // one sphere holds the other
+    const big = new THREE.SphereGeometry(Math.max(r1, r2), 32, 16);
+    return big.translate(0, r1 >= r2 ? -len / 2 : len / 2, 0);
+  }
+  const tangent = Math.asin((r1 - r2) / len); // the side's normal, above the horizontal
+  const profile = [];
+  const arc = (r, y, from, to, n) => {
+    for (let k = 0; k <= n; k++) {
+      const a = from + ((to - from) * k) / n;
+      profile.push(new THREE.Vector2(Math.max(r * Math.cos(a), 0), y + r * Math.sin(a)));
+    }
+  };
+  arc(r1, -len / 2, -Math.PI / 2, tangent, 12);
+  arc(r2, len / 2, tangent, Math.PI / 2, 12);
+  return new THREE.LatheGeometry(profile, 24);
+}
 const structuralMaterial = new THREE.LineBasicMaterial({ color: 0x7fe0ff, transparent: true, opacity: 0.9 });
 const shearMaterial = new THREE.LineBasicMaterial({ color: 0xff9f5a, transparent: true, opacity: 0.35 });
 const particleMaterial = new THREE.PointsMaterial({ color: 0xffffff, size: 3, sizeAttenuation: false });
@@ -268,7 +293,7 @@ class InstanceView {
     }
     // Shapes are rebuilt when they change; moved colliders are only placed.
     const list = meta.colliders ?? [];
-    const key = JSON.stringify(list.map((c) => [c.collider, c.type, c.radius, c.height]));
+    const key = JSON.stringify(list.map((c) => [c.collider, c.type, c.radius, c.height, c.radius2, c.halfExtents]));
     if (key !== this.collidersKey) {
       this.collidersKey = key;
       this.#buildColliders(list);
@@ -446,6 +471,11 @@ class InstanceView {
         mat = planeMaterial;
       } else if (c.type === 'capsule' && c.height > 2 * c.radius) {
         geo = new THREE.CapsuleGeometry(Math.max(c.radius, 1e-4), c.height - 2 * c.radius, 8, 24);
+      } else if (c.type === 'taperedCapsule') {
+        geo = taperedCapsuleGeometry(c.radius, c.radius2 ?? c.radius, c.height);
+      } else if (c.type === 'box') {
+        const [x, y, z] = c.halfExtents ?? [0.5, 0.5, 0.5];
+        geo = new THREE.BoxGeometry(2 * x, 2 * y, 2 * z);
       } else {
         geo = new THREE.SphereGeometry(Math.max(c.radius, 1e-4), 32, 16);
       }
@@ -471,7 +501,7 @@ class InstanceView {
   }
 
   // Planes' geometry faces +z and capsules' axis is +y: turn them onto the
-  // collider's normal.
+  // collider's normal; a box turns by its rotation.
   #placeColliders(list) {
     const n = new THREE.Vector3();
     list.forEach((c, i) => {
@@ -480,7 +510,8 @@ class InstanceView {
       holder.position.set(...c.position);
       n.set(...(c.normal ?? [0, 1, 0])).normalize();
       if (c.type === 'plane') holder.quaternion.setFromUnitVectors(Z_AXIS, n);
-      else if (c.type === 'capsule') holder.quaternion.setFromUnitVectors(Y_AXIS, n);
+      else if (c.type === 'capsule' || c.type === 'taperedCapsule') holder.quaternion.setFromUnitVectors(Y_AXIS, n);
+      else if (c.type === 'box' && c.rotation) holder.quaternion.set(...c.rotation);
     });
   }
 
