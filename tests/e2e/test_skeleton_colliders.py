@@ -8,9 +8,12 @@ messages, and a large cloth over both gives the same bits with 1 or 4
 workers."""
 
 import math
+import os
+import subprocess
+import sys
 import unittest
 
-from server import ServerTestCase, assert_error, fresh_server, send_line
+from server import REPO, ServerTestCase, assert_error, fresh_server, send_line
 
 DT = 1 / 60
 TOL = 1e-4
@@ -217,6 +220,20 @@ class SkeletonCollidersDeterminismTest(unittest.TestCase):
         four = run_large(fresh_server(self, workers=4))
         self.assertEqual(len(one), 64 * 72)
         self.assertEqual(one, four)
+
+
+class SkeletonCapeExampleTest(unittest.TestCase):
+    def test_the_walking_character_example_should_keep_the_cape_out_of_the_body(self):
+        srv = fresh_server(self)
+        script = os.path.join(REPO, "clients", "python", "examples", "skeleton_cape.py")
+        run = subprocess.run([sys.executable, script, "--port", str(srv.port), "--quick"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        rows = [line.split() for line in run.stdout.splitlines() if line[:6].strip().replace(".", "").isdigit()]
+        walking = [float(r[3]) for r in rows if r[1] == "walk"]
+        self.assertTrue(walking and min(walking) > 0.1, f"the hem should trail while walking: {run.stdout}")
+        self.assertGreaterEqual(min(float(r[-1]) for r in rows), 0.01 - 1e-3, run.stdout)
+        self.assertIn("no more than", run.stdout)
 
 
 if __name__ == "__main__":
