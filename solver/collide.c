@@ -54,6 +54,7 @@ typedef struct contact_frame {
     cd_pose pose;   /* at the substep's end */
     cd_pose before; /* at its start (boxes: the motion of a surface point) */
     cd_vec3 motion; /* the collider's centre's displacement over this substep */
+    cd_vec3 across; /* capsules: the way out of a point on the axis */
     float reach;    /* radius + thickness (sphere, capsule) */
     float half;     /* capsule: half the axis segment; tapered: half of L */
     /* Tapered capsule: the inflated end radii, the slant's sine and cosine
@@ -120,13 +121,13 @@ static float tapered_depth(const contact_frame *f, cd_vec3 x, cd_vec3 *normal)
     const cd_vec3 a = cd_v3_sub(f->pose.position, cd_v3_scale(axis, f->half));
     const cd_vec3 b = cd_v3_add(f->pose.position, cd_v3_scale(axis, f->half));
     if (f->solid) /* one sphere holds the other: the bigger one alone */
-        return f->reach >= f->reach2 ? sphere_depth(a, f->reach, x, across(axis), normal)
-                                     : sphere_depth(b, f->reach2, x, across(axis), normal);
+        return f->reach >= f->reach2 ? sphere_depth(a, f->reach, x, f->across, normal)
+                                     : sphere_depth(b, f->reach2, x, f->across, normal);
     const cd_vec3 d = cd_v3_sub(x, a);
     const float y = cd_v3_dot(d, axis);
     const cd_vec3 radial = cd_v3_sub(d, cd_v3_scale(axis, y));
     const float r = cd_v3_length(radial);
-    const cd_vec3 out = r > 1e-12f ? cd_v3_scale(radial, 1.0f / r) : across(axis);
+    const cd_vec3 out = r > 1e-12f ? cd_v3_scale(radial, 1.0f / r) : f->across;
     const float u = f->slant_c * y - f->slant_s * r;
     if (u < 0.0f)
         return sphere_depth(a, f->reach, x, out, normal);
@@ -193,7 +194,7 @@ static float penetration(const cd_collider *c, const contact_frame *f, float thi
         t = t < -f->half ? -f->half : (t > f->half ? f->half : t);
         centre = cd_v3_add(centre, cd_v3_scale(axis, t));
         /* A particle on the axis leaves sideways, perpendicular to it. */
-        return sphere_depth(centre, f->reach, x, across(axis), normal);
+        return sphere_depth(centre, f->reach, x, f->across, normal);
     }
     case CD_COLLIDER_SPHERE:
     case CD_COLLIDER_TYPE_COUNT:
@@ -210,6 +211,8 @@ static void frame_for(const cd_collider *c, const cd_substep *sub, float thickne
     f->before = pose_at(c, sub->t0);
     f->motion = cd_v3_sub(f->pose.position, f->before.position);
     f->reach = c->radius + thickness;
+    if (c->type == CD_COLLIDER_CAPSULE || c->type == CD_COLLIDER_TAPERED_CAPSULE)
+        f->across = across(f->pose.normal); /* once a substep, not per particle */
     if (c->type != CD_COLLIDER_TAPERED_CAPSULE) {
         f->half = 0.5f * c->height - c->radius;
         if (f->half < 0.0f)
