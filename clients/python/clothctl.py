@@ -310,8 +310,13 @@ class Console:
         pinned = ", ".join(str(i) for i in s.pinned[:20]) + (", ..." if len(s.pinned) > 20 else "")
         self.out(f"  pinned: {len(s.pinned)}" + (f" ({pinned})" if s.pinned else ""))
         for col in s.colliders:
-            self.out(f"  collider {col.get('collider')}: {col.get('type')} at {vec(col.get('position', []))}, "
-                     f"radius {f32(col.get('radius', 0))}")
+            if col.get("type") == "box":
+                shape = f"half extents {vec(col.get('halfExtents', []))}"
+            elif col.get("type") == "taperedCapsule":
+                shape = f"radius {f32(col.get('radius', 0))} .. {f32(col.get('radius2', 0))}"
+            else:
+                shape = f"radius {f32(col.get('radius', 0))}"
+            self.out(f"  collider {col.get('collider')}: {col.get('type')} at {vec(col.get('position', []))}, {shape}")
         if args.positions:
             for i, p in enumerate(s.positions):
                 self.out(f"  {i}: {vec(p)}")
