@@ -381,7 +381,9 @@ cd_status cd_collider_def_check(const cd_collider_def *def, cd_field_fault *faul
     if (cd_collider_type_name((int)def->type) == NULL)
         return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "type",
                          "unknown collider type %d", (int)def->type);
-    return check_rows(def, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, 0, fault);
+    const unsigned skip = (def->type != CD_COLLIDER_BOX ? CD_OPTION_BOX : 0u) |
+                          (def->type != CD_COLLIDER_TAPERED_CAPSULE ? CD_OPTION_TAPERED : 0u);
+    return check_rows(def, cd_collider_option_specs, CD_COLLIDER_OPT_COUNT, skip, fault);
 }
 
 int32_t cd_substeps_for(const cd_cloth_def *def, float dt)

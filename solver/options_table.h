@@ -30,7 +30,10 @@
  *        CD_OPTION_SOFTBODY (read by soft bodies only), CD_OPTION_QUIET
  *        (changing it alone does not wake a sleeping instance: the level of
  *        detail and the budget's priority, which a game server sets from
- *        its camera every frame; lod.c).
+ *        its camera every frame; lod.c), CD_OPTION_BOX and
+ *        CD_OPTION_TAPERED (a collider row read by that type only: the
+ *        check of another type's def skips it, so a def built without
+ *        cd_default_collider_def need not fill it).
  *
  * Rows are in the order of PROTOCOL.md's tables: the protocol and the
  * solver both report the first fault in that order. Upper bounds are finite
@@ -98,9 +101,11 @@
     X(NORMAL, normal, "normal", DIRECTION, 0, 0, CLOSED, (0, 1, 0), 0)                             \
     X(RADIUS, radius, "radius", FLOAT, 0, 1e5, CLOSED, (0.5), 0)                                   \
     X(HEIGHT, height, "height", FLOAT, 0, 1e5, CLOSED, (1), 0)                                     \
-    X(RADIUS2, radius2, "radius2", FLOAT, 0, 1e5, CLOSED, (-1), CD_OPTION_UNSET_OK)                \
-    X(HALF_EXTENTS, half_extents, "halfExtents", EXTENTS, 0, 1e5, OPEN_MIN, (0.5, 0.5, 0.5), 0)    \
-    X(ROTATION, rotation, "rotation", ROTATION, 0, 0, CLOSED, (0, 0, 0, 1), 0)                     \
+    X(RADIUS2, radius2, "radius2", FLOAT, 0, 1e5, CLOSED, (-1),                                    \
+      CD_OPTION_UNSET_OK | CD_OPTION_TAPERED)                                                      \
+    X(HALF_EXTENTS, half_extents, "halfExtents", EXTENTS, 0, 1e5, OPEN_MIN, (0.5, 0.5, 0.5),       \
+      CD_OPTION_BOX)                                                                               \
+    X(ROTATION, rotation, "rotation", ROTATION, 0, 0, CLOSED, (0, 0, 0, 1), CD_OPTION_BOX)         \
     X(FRICTION, friction, "friction", FLOAT, 0, 1e3, CLOSED, (0), 0)                               \
     X(STATIC_FRICTION, static_friction, "staticFriction", FLOAT, 0, 1e3, CLOSED, (0), 0)           \
     X(COUPLING, coupling, "coupling", FLOAT, 0, 1, CLOSED, (0), 0)
@@ -123,6 +128,8 @@ enum {
     CD_OPTION_ALIAS = 1u << 2,
     CD_OPTION_SOFTBODY = 1u << 3,
     CD_OPTION_QUIET = 1u << 4,
+    CD_OPTION_BOX = 1u << 5,
+    CD_OPTION_TAPERED = 1u << 6,
 };
 
 /* One row, as data. */

@@ -108,10 +108,14 @@ static void bounds_agree(bool collider)
             if (integer && end == 1 && s->max >= INT32_MAX)
                 continue; /* no upper bound but the type's */
             char line[256], from_parser[256], from_solver[256];
+            /* A type that reads the row (the others' checks skip it). */
+            const cd_collider_type type = (s->flags & CD_OPTION_TAPERED) ? CD_COLLIDER_TAPERED_CAPSULE
+                                          : (s->flags & CD_OPTION_BOX)   ? CD_COLLIDER_BOX
+                                                                         : CD_COLLIDER_SPHERE;
             if (collider)
                 snprintf(line, sizeof line,
-                         "{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"sphere\",\"%s\":%.17g}",
-                         s->name, past[end]);
+                         "{\"cmd\":\"addCollider\",\"instance\":1,\"type\":\"%s\",\"%s\":%.17g}",
+                         cd_collider_type_name(type), s->name, past[end]);
             else
                 snprintf(line, sizeof line, "{\"cmd\":\"create\",\"%s\":%.17g}", s->name,
                          past[end]);
@@ -120,7 +124,7 @@ static void bounds_agree(bool collider)
             cd_field_fault fault;
             cd_status st;
             if (collider) {
-                cd_collider_def c = cd_default_collider_def(CD_COLLIDER_SPHERE);
+                cd_collider_def c = cd_default_collider_def(type);
                 set_float(&c, s, (float)past[end]);
                 st = cd_collider_def_check(&c, &fault);
             } else {
@@ -408,7 +412,9 @@ static void collider_refused(const char *members, void (*set)(cd_collider_def *)
     char line[256];
     snprintf(line, sizeof line, "{\"cmd\":\"addCollider\",\"instance\":1,%s}", members);
     expect_parse(line, CD_E_INVALID_ARGUMENT, message);
-    cd_collider_def c = cd_default_collider_def(CD_COLLIDER_BOX);
+    cd_collider_def c = cd_default_collider_def(strstr(members, "taperedCapsule") != NULL
+                                                    ? CD_COLLIDER_TAPERED_CAPSULE
+                                                    : CD_COLLIDER_BOX);
     set(&c);
     cd_field_fault f;
     cr_assert_eq(cd_collider_def_check(&c, &f), CD_E_INVALID_ARGUMENT, "%s", message);
@@ -452,6 +458,24 @@ Test(options_table, bad_radius2_extents_and_rotations_are_refused_naming_the_fie
     cd_collider_def c = cd_default_collider_def(CD_COLLIDER_BOX);
     c.rotation = (cd_quat){0, 0, 0.6f, 0.8004f};
     cr_assert_eq(cd_collider_def_check(&c, NULL), CD_OK);
+}
+
+/* A def built by hand for a sphere (no cd_default_collider_def: zero
+ * rotation and half extents) is checked on the rows a sphere reads only. */
+Test(options_table, a_type_is_checked_on_its_own_rows_only)
+{
+    cd_collider_def c;
+    memset(&c, 0, sizeof c);
+    c.type = CD_COLLIDER_SPHERE;
+    c.normal.y = 1.0f;
+    c.radius = 0.3f;
+    cr_assert_eq(cd_collider_def_check(&c, NULL), CD_OK);
+    c.type = CD_COLLIDER_BOX;
+    cd_field_fault f;
+    cr_assert_eq(cd_collider_def_check(&c, &f), CD_E_INVALID_ARGUMENT);
+    cr_assert_str_eq(f.field, "halfExtents");
+    c.type = CD_COLLIDER_TAPERED_CAPSULE;
+    cr_assert_eq(cd_collider_def_check(&c, NULL), CD_OK); /* radius2 0: a cone to a point */
 }
 
 Test(options_table, a_box_turns_by_rotation_and_the_others_by_normal)
