@@ -43,51 +43,41 @@ void cd_solve_seed_scalar(float *restrict pos, const float *restrict w,
     }
 }
 
+/* One XPBD projection of slot i with alpha~ `alpha`. */
+static inline void xpbd_project(float *restrict pos, const float *restrict w,
+                                cd_constraints *restrict c, uint32_t i, float alpha)
+{
+    const uint32_t a = c->a[i], b = c->b[i];
+    const float wa = w[a], wb = w[b];
+    const float denom = wa + wb + alpha;
+    if (denom == 0.0f)
+        return;
+    float *pa = &pos[3 * a], *pb = &pos[3 * b];
+    const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
+    const float d2 = dx * dx + dy * dy + dz * dz;
+    if (!(d2 > 1e-20f))
+        return;
+    const float d = sqrtf(d2);
+    const float dl = (c->rest[i] - d - alpha * c->lambda[i]) / denom;
+    c->lambda[i] += dl;
+    const float s = dl / d;
+    cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
+}
+
 void cd_solve_xpbd_scalar(float *restrict pos, const float *restrict w,
                           cd_constraints *restrict c, uint32_t begin, uint32_t end,
                           float alpha_tilde)
 {
-    for (uint32_t i = begin; i < end; i++) {
-        const uint32_t a = c->a[i], b = c->b[i];
-        const float wa = w[a], wb = w[b];
-        const float denom = wa + wb + alpha_tilde;
-        if (denom == 0.0f)
-            continue;
-        float *pa = &pos[3 * a], *pb = &pos[3 * b];
-        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
-        const float d2 = dx * dx + dy * dy + dz * dz;
-        if (!(d2 > 1e-20f))
-            continue;
-        const float d = sqrtf(d2);
-        const float dl = (c->rest[i] - d - alpha_tilde * c->lambda[i]) / denom;
-        c->lambda[i] += dl;
-        const float s = dl / d;
-        cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
-    }
+    for (uint32_t i = begin; i < end; i++)
+        xpbd_project(pos, w, c, i, alpha_tilde);
 }
 
 void cd_solve_xpbd_scaled_scalar(float *restrict pos, const float *restrict w,
                                  cd_constraints *restrict c, uint32_t begin, uint32_t end,
                                  float alpha_tilde)
 {
-    for (uint32_t i = begin; i < end; i++) {
-        const uint32_t a = c->a[i], b = c->b[i];
-        const float wa = w[a], wb = w[b];
-        const float alpha = alpha_tilde * c->compliance_scale[i];
-        const float denom = wa + wb + alpha;
-        if (denom == 0.0f)
-            continue;
-        float *pa = &pos[3 * a], *pb = &pos[3 * b];
-        const float dx = pb[0] - pa[0], dy = pb[1] - pa[1], dz = pb[2] - pa[2];
-        const float d2 = dx * dx + dy * dy + dz * dz;
-        if (!(d2 > 1e-20f))
-            continue;
-        const float d = sqrtf(d2);
-        const float dl = (c->rest[i] - d - alpha * c->lambda[i]) / denom;
-        c->lambda[i] += dl;
-        const float s = dl / d;
-        cd_move_pair(pa, pb, dx, dy, dz, s * wa, s * wb);
-    }
+    for (uint32_t i = begin; i < end; i++)
+        xpbd_project(pos, w, c, i, alpha_tilde * c->compliance_scale[i]);
 }
 
 bool cd_refresh_compliance_scale(cd_instance *inst)

@@ -231,6 +231,29 @@ cd_status cd_world_create_cloth(cd_world *world, const cd_cloth_def *def, cd_id 
     return cd_world_create_cloth_ex(world, def, out_id, NULL);
 }
 
+/* The end of creating a soft body or a mesh cloth built into `inst`
+ * (`built`: no allocation failed): its shortest edge, known once its edges
+ * are, bounds selfDistance; then it takes a slot. */
+static cd_status place_mesh_instance(cd_world *world, cd_instance *inst, bool built,
+                                     const cd_cloth_def *options, uint32_t vertices,
+                                     cd_id *out_id, cd_field_fault *fault)
+{
+    if (!built) {
+        cd_instance_free(inst);
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
+                            "out of memory for %" PRIu32 " particles", vertices);
+    }
+    cd_status st = cd_self_distance_check(options->self_distance, inst->max_self_distance, false,
+                                          fault);
+    if (st != CD_OK) {
+        cd_instance_free(inst);
+        return st;
+    }
+    inst->max_step_work = world->def.max_step_work;
+    *out_id = place_instance(world, inst);
+    return CD_OK;
+}
+
 cd_status cd_world_create_softbody_ex(cd_world *world, const cd_tet_mesh *mesh,
                                       const cd_cloth_def *options, cd_id *out_id,
                                       cd_field_fault *fault)
@@ -248,20 +271,8 @@ cd_status cd_world_create_softbody_ex(cd_world *world, const cd_tet_mesh *mesh,
     if ((st = check_limits(world, mesh->vertex_count, options, "vertices", fault)) != CD_OK)
         return st;
     cd_instance *inst = calloc(1, sizeof *inst);
-    if (inst == NULL || !cd_softbody_build(inst, mesh, options)) {
-        cd_instance_free(inst);
-        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
-                           "out of memory for %" PRIu32 " particles", mesh->vertex_count);
-    }
-    /* Its shortest edge is known once its edges are. */
-    if ((st = cd_self_distance_check(options->self_distance, inst->max_self_distance, false,
-                                     fault)) != CD_OK) {
-        cd_instance_free(inst);
-        return st;
-    }
-    inst->max_step_work = world->def.max_step_work;
-    *out_id = place_instance(world, inst);
-    return CD_OK;
+    const bool built = inst != NULL && cd_softbody_build(inst, mesh, options);
+    return place_mesh_instance(world, inst, built, options, mesh->vertex_count, out_id, fault);
 }
 
 cd_status cd_world_create_softbody(cd_world *world, const cd_tet_mesh *mesh,
@@ -288,19 +299,8 @@ cd_status cd_world_create_mesh_cloth_ex(cd_world *world, const cd_tri_mesh *mesh
     if ((st = check_limits(world, mesh->vertex_count, options, "vertices", fault)) != CD_OK)
         return st;
     cd_instance *inst = calloc(1, sizeof *inst);
-    if (inst == NULL || !cd_mesh_cloth_build(inst, mesh, options)) {
-        cd_instance_free(inst);
-        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "vertices",
-                           "out of memory for %" PRIu32 " particles", mesh->vertex_count);
-    }
-    if ((st = cd_self_distance_check(options->self_distance, inst->max_self_distance, false,
-                                     fault)) != CD_OK) {
-        cd_instance_free(inst);
-        return st;
-    }
-    inst->max_step_work = world->def.max_step_work;
-    *out_id = place_instance(world, inst);
-    return CD_OK;
+    const bool built = inst != NULL && cd_mesh_cloth_build(inst, mesh, options);
+    return place_mesh_instance(world, inst, built, options, mesh->vertex_count, out_id, fault);
 }
 
 static uint64_t headroom(uint64_t limit, uint64_t used)
