@@ -182,10 +182,12 @@ static uint64_t fnv1a(uint64_t hash, const void *data, size_t size)
 
 /* ---- curtains --------------------------------------------------------- */
 
-/* The first seed's solver: no tethers, wind as a constant acceleration (so
- * no aerodynamics stage), no sleeping. Everything else as cd_default. */
+/* The first seed's solver: its stepping (one substep of `iters` passes),
+ * no tethers, wind as a constant acceleration (so no aerodynamics stage),
+ * no sleeping. Everything else as cd_default. */
 static void seed_solver(cd_cloth_def *def)
 {
+    def->substeps = 1;
     def->tethers = false;
     def->wind_model = CD_WIND_CONSTANT;
     def->sleep_threshold = 0.0f;
@@ -224,7 +226,7 @@ static cd_instance *pinned_curtain(cd_world *world, const cd_cloth_def *def_in)
     }
     /* The layout hangs the sheet from row 0: particle x of row y is at
      * origin + right * x * spacing + down * y * spacing. Check it. */
-    const float *p = cd_instance_positions(inst);
+    const float *p = cd_instance_local_positions(inst);
     const float s = def.spacing;
     const float down[3] = {def.down.x, def.down.y, def.down.z};
     for (int k = 0; k < 3; k++) {
@@ -396,7 +398,7 @@ static uint64_t hash_set(const bench_set *set)
     uint64_t h = FNV_OFFSET;
     for (int i = 0; i < set->count; i++) {
         const cd_instance *inst = set->insts[i];
-        h = fnv1a(h, cd_instance_positions(inst),
+        h = fnv1a(h, cd_instance_local_positions(inst),
                   (size_t)cd_instance_particle_count(inst) * 3 * sizeof(float));
     }
     return h;
@@ -683,7 +685,7 @@ static int cmd_stretch(bench_state *st, int mode, int iters, int hz)
     bool ok = true;
     for (int i = 0; i < 4 * hz; i++)
         ok = !cd_instance_step(inst, dt, no_wind).unstable && ok;
-    const float *p = cd_instance_positions(inst);
+    const float *p = cd_instance_local_positions(inst);
     double bottom = 0.0;
     for (int x = 0; x < 16; x++)
         bottom += p[3 * (15 * 16 + x) + 1];
@@ -830,7 +832,7 @@ static bool grid_connected(int n, uint32_t i, uint32_t j)
 static double closest_unconnected(const cd_instance *inst, int n)
 {
     const uint32_t count = cd_instance_particle_count(inst);
-    const float *p = cd_instance_positions(inst);
+    const float *p = cd_instance_local_positions(inst);
     double best2 = INFINITY;
     for (uint32_t i = 0; i < count; i++)
         for (uint32_t j = i + 1; j < count; j++) {
@@ -1121,11 +1123,11 @@ static int cmd_lod(bench_state *st, int n, int iters, int substeps, int steps, i
             }
         }
     }
-    const float *full = cd_instance_positions(twins[0]);
+    const float *full = cd_instance_local_positions(twins[0]);
     const uint32_t count = cd_instance_particle_count(twins[0]);
     const double span = 0.03 * (n - 1);
     for (int k = 0; k < CD_LOD_LEVELS; k++) {
-        const float *p = cd_instance_positions(twins[k]);
+        const float *p = cd_instance_local_positions(twins[k]);
         double worst = 0.0, sum2 = 0.0;
         for (uint32_t i = 0; i < count; i++) {
             const double dx = p[3 * i] - full[3 * i], dy = p[3 * i + 1] - full[3 * i + 1],
@@ -1201,8 +1203,8 @@ static int run_command(bench_state *st, const char *line)
         return cmd_memory(st, a, b);
     }
     if (strcmp(cmd, "depth") == 0) {
-        if (got != 7 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || f < 2)
-            return fail("depth: expected N SUBSTEPS ITERS TETHERS AIR STEPS");
+        if (got != 7 || a < 2 || b < 0 || b > 64 || c < 1 || c > 256 || f < 2)
+            return fail("depth: expected N SUBSTEPS (0: automatic) ITERS TETHERS AIR STEPS");
         return cmd_depth(st, a, b, c, d, e, f);
     }
     if (strcmp(cmd, "smallsteps") == 0) {
@@ -1211,8 +1213,8 @@ static int run_command(bench_state *st, const char *line)
         return cmd_smallsteps(st, a, b, c, d);
     }
     if (strcmp(cmd, "release") == 0) {
-        if (got != 6 || a < 2 || b < 1 || b > 64 || c < 1 || c > 256 || e < 1)
-            return fail("release: expected N SUBSTEPS ITERS TETHERS STEPS");
+        if (got != 6 || a < 2 || b < 0 || b > 64 || c < 1 || c > 256 || e < 1)
+            return fail("release: expected N SUBSTEPS (0: automatic) ITERS TETHERS STEPS");
         return cmd_release(st, a, b, c, d, e);
     }
     if (strcmp(cmd, "stretch") == 0) {
@@ -1282,7 +1284,8 @@ static int run_default(bench_state *st)
     /* The solver's depth: equal-cost substeps x iterations, then sleeping. */
     static const char *const depth[] = {"depth 64 1 8 0 1 300", "depth 64 2 4 0 1 300",
                                         "depth 64 4 2 0 1 300", "depth 64 8 1 0 1 300",
-                                        "depth 64 1 4 1 1 300", "sleep 64 7"};
+                                        "depth 64 1 4 1 1 300", "depth 64 0 1 1 1 300",
+                                        "sleep 64 7"};
     for (size_t k = 0; k < sizeof depth / sizeof depth[0]; k++)
         if (run_command(st, depth[k]))
             return 1;

@@ -151,10 +151,19 @@ static void put_header(uint8_t *out, uint16_t flags, size_t size, cd_id instance
     put_u32(out + 36, 0);
 }
 
-static void put_floats(uint8_t *p, const float *values, uint32_t count)
+/* v moved by o, the solver's local frame to the world: 0 leaves v alone
+ * (even -0.0, which adding +0.0 would turn into +0.0). */
+static float shifted(float v, float o)
+{
+    return o != 0.0f ? v + o : v;
+}
+
+/* `origin` is added to every entry (x, y, z): the solver keeps positions
+ * in a local frame; velocities and normals pass a zero origin. */
+static void put_floats(uint8_t *p, const float *values, uint32_t count, const float origin[3])
 {
     for (size_t i = 0; i < (size_t)3 * count; i++, p += 4)
-        put_f32(p, values[i]);
+        put_f32(p, shifted(values[i], origin[i % 3]));
 }
 
 static void get_floats(const uint8_t *p, float *out, uint32_t count)
@@ -188,12 +197,12 @@ static uint16_t quantize(float v, double min, double range)
 
 /* A box (f32 min[3], max[3]) and then u16 x, y, z per entry: positions and
  * velocities alike. */
-static void put_boxed(uint8_t *out, const float *values, uint32_t count)
+static void put_boxed(uint8_t *out, const float *values, uint32_t count, const float origin[3])
 {
     float min[3] = {INFINITY, INFINITY, INFINITY}, max[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (size_t i = 0; i < (size_t)count; i++) {
         for (int k = 0; k < 3; k++) {
-            float v = values[3 * i + k];
+            float v = shifted(values[3 * i + k], origin[k]);
             if (v < min[k])
                 min[k] = v;
             if (v > max[k])
@@ -211,7 +220,7 @@ static void put_boxed(uint8_t *out, const float *values, uint32_t count)
     uint8_t *p = out + CD_FRAME_QUANTIZED_PREFIX;
     for (size_t i = 0; i < (size_t)count; i++)
         for (int k = 0; k < 3; k++, p += 2)
-            put_u16(p, quantize(values[3 * i + k], (double)min[k], range[k]));
+            put_u16(p, quantize(shifted(values[3 * i + k], origin[k]), (double)min[k], range[k]));
 }
 
 static void get_boxed(const uint8_t *in, float *out, uint32_t count)
@@ -293,21 +302,22 @@ void cd_frame_encode_content(uint8_t *out, uint16_t flags, const cd_frame_conten
     put_header(out, flags, cd_frame_size_flags(n, flags), c->instance, c->frame, c->time, n);
     const bool quantized = (flags & CD_FRAME_FLAG_QUANTIZED) != 0;
     uint8_t *p = out + CD_FRAME_HEADER_SIZE;
+    static const float none[3] = {0.0f, 0.0f, 0.0f};
     if (quantized)
-        put_boxed(p, c->positions, n);
+        put_boxed(p, c->positions, n, c->origin);
     else
-        put_floats(p, c->positions, n);
+        put_floats(p, c->positions, n, c->origin);
     if (flags & CD_FRAME_FLAG_VELOCITIES) {
         p = out + velocities_offset(n, flags);
         if (quantized)
-            put_boxed(p, c->velocities, n);
+            put_boxed(p, c->velocities, n, none);
         else
-            put_floats(p, c->velocities, n);
+            put_floats(p, c->velocities, n, none);
     }
     if (flags & CD_FRAME_FLAG_NORMALS) {
         p = out + normals_offset(n, flags);
         if (!quantized) {
-            put_floats(p, c->normals, n);
+            put_floats(p, c->normals, n, none);
             return;
         }
         for (size_t i = 0; i < (size_t)n; i++, p += 4) {

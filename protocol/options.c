@@ -28,6 +28,19 @@ static bool is_layout(int opt)
     return (cd_cloth_option_specs[opt].flags & CD_OPTION_LAYOUT) != 0;
 }
 
+/* Each seed's name means what its seed says. The first seed's
+ * `solverIterations` counts passes per step, with no substeps: given
+ * without `substeps`, it turns automatic substeps (the default, small
+ * steps at `solverFrequency`) into the seed's one. The XPBD seed's
+ * `iterations` counts passes per substep and leaves the substeps as they
+ * are. Substeps chosen by number (a soft body's 2) stay. */
+static void seed_stepping(cd_cloth_def *def, uint64_t seen)
+{
+    if ((seen & BIT(CD_OPT_SOLVER_ITERATIONS)) && !(seen & BIT(CD_OPT_SUBSTEPS)) &&
+        def->substeps == 0)
+        def->substeps = 1;
+}
+
 cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *def,
                                  uint64_t *present, cd_error *err)
 {
@@ -57,6 +70,8 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
             memcpy((unsigned char *)def + twin->offset, &unset, sizeof unset);
         }
     }
+    if (!for_set)
+        seed_stepping(def, seen);
     if (present != NULL)
         *present = seen;
     return CD_OK;
@@ -64,6 +79,7 @@ cd_status cd_parse_cloth_options(const cJSON *obj, bool for_set, cd_cloth_def *d
 
 void cd_cloth_def_merge(cd_cloth_def *dst, const cd_cloth_def *src, uint64_t present)
 {
+    seed_stepping(dst, present);
     for (int i = 0; i < CD_OPT_COUNT; i++) {
         if (!(present & BIT(i)) || is_layout(i))
             continue;

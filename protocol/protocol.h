@@ -288,6 +288,7 @@ typedef struct cd_frame_content {
     double time;
     uint32_t count;
     const float *positions;
+    float origin[3]; /* added to each position: the solver's local frame (0: none) */
     const float *velocities;
     const float *normals; /* unit, or (0, 0, 0) for none */
 } cd_frame_content;

@@ -69,12 +69,14 @@ void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_fr
     /* The buffer was sized for this instance, whose particles cannot change
      * while it is being stepped (or read). */
     assert(info.id == frame->instance && info.particles == frame->particles);
+    const cd_vec3 anchor = cd_instance_anchor(inst);
     const cd_frame_content content = {
         .instance = info.id,
         .frame = info.frame,
         .time = info.time,
         .count = info.particles,
-        .positions = cd_instance_positions(inst),
+        .positions = cd_instance_local_positions(inst), /* + the anchor: world */
+        .origin = {anchor.x, anchor.y, anchor.z},
         .velocities = ch != NULL ? ch->velocities : NULL,
         .normals = ch != NULL ? ch->normals : NULL,
     };

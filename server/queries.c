@@ -94,13 +94,17 @@ static void add_colliders(cJSON *reply, const cd_instance *inst)
 
 /* "velocities" and "normals" when the request asks for them: the same
  * values a frame's channels carry (solver/render.c defines them). */
+/* The positions (in world coordinates: the solver's are local) and the
+ * channels asked for. */
 static bool add_channels(cJSON *reply, const cd_instance *inst, const cd_get_options *want,
                          uint32_t particles)
 {
-    if (!want->velocities && !want->normals)
-        return true;
     float *values = malloc(sizeof(float) * 3u * (particles ? particles : 1));
     bool ok = values != NULL;
+    if (ok) {
+        cd_instance_copy_positions(inst, values);
+        ok = cd_reply_add_floats(reply, "positions", values, particles);
+    }
     if (ok && want->velocities) {
         cd_instance_velocities(inst, values);
         ok = cd_reply_add_floats(reply, "velocities", values, particles);
@@ -134,11 +138,6 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     cJSON_AddStringToObject(reply, "windModel", cd_wind_model_name(def.wind_model));
     cd_add_vec3(reply, "wind", cd_instance_wind(inst));
     cd_add_vec3(reply, "gravity", def.gravity);
-    if (!cd_reply_add_floats(reply, "positions", cd_instance_positions(inst), info.particles)) {
-        cJSON_Delete(reply);
-        cd_reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");
-        return CD_DISPATCH_DONE;
-    }
     if (!add_channels(reply, inst, &req->as.get, info.particles)) {
         cJSON_Delete(reply);
         cd_reply_fail(conn, req, CD_E_INTERNAL, "get: out of memory");

@@ -105,10 +105,19 @@ bool cd_cloth_build(cd_instance *inst, const cd_cloth_def *def)
 
     const cd_vec3 right = cd_v3_normalize_or(def->right, cd_v3(1, 0, 0));
     const cd_vec3 down = cd_v3_normalize_or(def->down, cd_v3(0, -1, 0));
+    /* Laid out around the anchor (anchor.c), not in the world: positions
+     * near the origin are rounded finely, so the particles start at their
+     * rest lengths to 1e-7 rather than to the float spacing of the world
+     * coordinates (5e-7 m at 10 m), which the solver would then fight. */
+    const cd_vec3 centre = cd_v3_add(def->origin,
+                                     cd_v3_add(cd_v3_scale(right, 0.5f * (float)(w - 1) * def->spacing),
+                                               cd_v3_scale(down, 0.5f * (float)(h - 1) * def->spacing)));
+    inst->anchor = cd_v3(roundf(centre.x), roundf(centre.y), roundf(centre.z));
+    const cd_vec3 corner = cd_v3_sub(def->origin, inst->anchor);
     for (uint32_t y = 0; y < h; y++) {
         for (uint32_t x = 0; x < w; x++) {
             uint32_t i = y * w + x;
-            cd_vec3 p = cd_v3_add(def->origin,
+            cd_vec3 p = cd_v3_add(corner,
                                   cd_v3_add(cd_v3_scale(right, (float)x * def->spacing),
                                             cd_v3_scale(down, (float)y * def->spacing)));
             cd_v3_store(&inst->pos[3 * i], p);
@@ -133,13 +142,14 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
     inst->constraint_count = constraints;
     inst->pos = malloc(sizeof(float) * 3u * particles);
     inst->prev = malloc(sizeof(float) * 3u * particles);
+    inst->residual = calloc(3u * (size_t)particles, sizeof(float));
     inst->inv_mass = malloc(sizeof(float) * particles);
     inst->own_inv_mass = malloc(sizeof(float) * particles);
     inst->pinned = calloc(particles, 1);
     inst->tether_anchor = malloc(sizeof(uint32_t) * particles);
     inst->tether_length = malloc(sizeof(float) * particles);
     inst->constraints = malloc(sizeof(cd_distance) * (constraints ? constraints : 1));
-    if (!inst->pos || !inst->prev || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
+    if (!inst->pos || !inst->prev || !inst->residual || !inst->inv_mass || !inst->own_inv_mass || !inst->pinned ||
         !inst->tether_anchor || !inst->tether_length || !inst->constraints)
         return false;
     if (particles >= CD_TEAM_MIN_PARTICLES) {
@@ -161,6 +171,7 @@ void cd_instance_free(cd_instance *inst)
         return;
     free(inst->pos);
     free(inst->prev);
+    free(inst->residual);
     free(inst->inv_mass);
     free(inst->own_inv_mass);
     free(inst->pinned);

@@ -204,11 +204,14 @@ static float penetration(const cd_collider *c, const contact_frame *f, float thi
 }
 
 /* The substep's frame of one collider: its poses and its shape's numbers. */
-static void frame_for(const cd_collider *c, const cd_substep *sub, float thickness,
-                      contact_frame *f)
+static void frame_for(const cd_instance *inst, const cd_collider *c, const cd_substep *sub,
+                      float thickness, contact_frame *f)
 {
     *f = (contact_frame){.pose = pose_at(c, sub->t1)};
     f->before = pose_at(c, sub->t0);
+    /* Into the particles' local frame (anchor.c): only positions move. */
+    f->pose.position = cd_to_local(inst, f->pose.position);
+    f->before.position = cd_to_local(inst, f->before.position);
     f->motion = cd_v3_sub(f->pose.position, f->before.position);
     f->reach = c->radius + thickness;
     if (c->type == CD_COLLIDER_CAPSULE || c->type == CD_COLLIDER_TAPERED_CAPSULE)
@@ -245,7 +248,7 @@ static void collide_one(cd_instance *inst, cd_collider *c, const cd_substep *sub
 {
     const float thickness = inst->def.thickness;
     contact_frame f;
-    frame_for(c, sub, thickness, &f);
+    frame_for(inst, c, sub, thickness, &f);
     const float coupled = c->coupling / sub->h; /* times each particle's mass */
     const float given_mass = inst->def.particle_mass; /* CD_UNSET: the particle's own */
     float *pushed = inst->contact_depth; /* soft bodies: depth so far this substep */

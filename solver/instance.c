@@ -34,11 +34,6 @@ uint32_t cd_instance_particle_count(const cd_instance *inst)
     return inst->particle_count;
 }
 
-const float *cd_instance_positions(const cd_instance *inst)
-{
-    return inst->pos;
-}
-
 bool cd_instance_is_pinned(const cd_instance *inst, uint32_t particle)
 {
     return particle < inst->particle_count && inst->pinned[particle] != 0;
@@ -84,10 +79,10 @@ bool cd_instance_enabled(const cd_instance *inst)
 size_t cd_instance_memory(const cd_instance *inst)
 {
     size_t n = inst->particle_count;
-    /* pos, prev; inv_mass, own_inv_mass, tether length; tether anchor;
-     * pinned */
+    /* pos, prev, carry; inv_mass, own_inv_mass, tether length; tether
+     * anchor; pinned */
     return sizeof *inst +
-           n * (2 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
+           n * (3 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->coloured.slots * (2 * sizeof(uint32_t) + 2 * sizeof(float)) +
            (size_t)inst->coloured.colour_count * sizeof(cd_colour) +
            (inst->rest ? n * 3 * sizeof(float) : 0) +

@@ -154,8 +154,12 @@ struct cd_instance {
     float max_self_distance; /* cloth: the spacing; soft body: its shortest edge */
 
     uint32_t particle_count;
-    float *pos;          /* 3 * particle_count */
+    cd_vec3 anchor;      /* where the local frame of pos, prev and the skin lies
+                          * in the world, in whole metres (anchor.c) */
+    float *pos;          /* 3 * particle_count, relative to the anchor */
     float *prev;         /* 3 * particle_count, positions before the last substep */
+    float *residual;     /* 3 * particle_count, the part of the last move that rounding
+                          * left out of pos (compensated Verlet: integrate.c) */
     float *inv_mass;     /* particle_count, 1/kg, 0 while pinned */
     float *own_inv_mass; /* particle_count, restored by unpin */
     uint8_t *pinned;     /* particle_count */
@@ -380,6 +384,20 @@ void cd_stage_guard_restore(cd_instance *inst);
 
 /* The seed's grid (its triangles, neighbours and UVs are implicit), as
  * opposed to a mesh cloth or a soft body, which list their triangles. */
+/* The local frame (anchor.c): a world point where the particles are, and
+ * back. The anchor is placed by the builders and follows the particles
+ * after a step that left it far behind. */
+static inline cd_vec3 cd_to_local(const cd_instance *inst, cd_vec3 world)
+{
+    return (cd_vec3){world.x - inst->anchor.x, world.y - inst->anchor.y, world.z - inst->anchor.z};
+}
+static inline cd_vec3 cd_to_world(const cd_instance *inst, cd_vec3 local)
+{
+    return (cd_vec3){local.x + inst->anchor.x, local.y + inst->anchor.y, local.z + inst->anchor.z};
+}
+void cd_anchor_place(cd_instance *inst);
+void cd_anchor_follow(cd_instance *inst);
+
 static inline bool cd_is_grid(const cd_instance *inst)
 {
     return inst->type == CD_INSTANCE_CLOTH && inst->triangles == NULL;

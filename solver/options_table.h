@@ -56,7 +56,7 @@
     X(BEND_STIFFNESS, bend_stiffness, "bendStiffness", FLOAT, 0, 1, CLOSED, (0.5), 0)              \
     X(DAMPING, damping, "damping", FLOAT, 0, 1, CLOSED, (0.01), 0)                                 \
     X(ORIGIN, origin, "origin", VEC3, 0, 0, CLOSED, (0, 0, 0), CD_OPTION_LAYOUT)                   \
-    X(SOLVER_ITERATIONS, solver_iterations, "solverIterations", INT, 1, 256, CLOSED, (4), 0)       \
+    X(SOLVER_ITERATIONS, solver_iterations, "solverIterations", INT, 1, 256, CLOSED, (1), 0)       \
     X(RIGHT, right, "right", DIRECTION, 0, 0, CLOSED, (1, 0, 0), CD_OPTION_LAYOUT)                 \
     X(DOWN, down, "down", DIRECTION, 0, 0, CLOSED, (0, -1, 0), CD_OPTION_LAYOUT)                   \
     X(GRAVITY, gravity, "gravity", VEC3, 0, 0, CLOSED, (0, -9.81, 0), 0)                           \
@@ -64,8 +64,8 @@
       CD_OPTION_UNSET_OK)                                                                          \
     X(BEND_COMPLIANCE, bend_compliance, "bendCompliance", FLOAT, 0, 1e9, CLOSED, (-1),             \
       CD_OPTION_UNSET_OK)                                                                          \
-    X(ITERATIONS, solver_iterations, "iterations", INT, 1, 256, CLOSED, (4), CD_OPTION_ALIAS)      \
-    X(SUBSTEPS, substeps, "substeps", INT, 0, 64, CLOSED, (1), 0)                                  \
+    X(ITERATIONS, solver_iterations, "iterations", INT, 1, 256, CLOSED, (1), CD_OPTION_ALIAS)      \
+    X(SUBSTEPS, substeps, "substeps", INT, 0, 64, CLOSED, (0), 0)                                  \
     X(SOLVER_FREQUENCY, solver_frequency, "solverFrequency", FLOAT, 1, 1e5, CLOSED, (360), 0)      \
     X(VELOCITY_RETENTION, velocity_retention, "velocityRetention", FLOAT, 0, 1, OPEN_MIN,          \
       (0.5471566), CD_OPTION_UNSET_OK)                                                             \

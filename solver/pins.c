@@ -42,9 +42,11 @@ static cd_pin *get_or_add_pin(cd_instance *inst, uint32_t particle)
         inst->pins = grown;
         inst->pin_cap = cap;
     }
-    cd_vec3 here = cd_v3_load(&inst->pos[3 * particle]);
+    /* Targets are the world's (anchor.c); the particle stays where it is. */
+    const cd_vec3 here = cd_v3_load(&inst->pos[3 * particle]);
+    const cd_vec3 target = cd_to_world(inst, here);
     pin = &inst->pins[inst->pin_count++];
-    *pin = (cd_pin){.particle = particle, .attachment = 0, .from = here, .to = here};
+    *pin = (cd_pin){.particle = particle, .attachment = 0, .from = target, .to = target};
     inst->inv_mass[particle] = 0.0f;
     inst->pinned[particle] = 1;
     /* A newly pinned particle carries no velocity of its own. */
@@ -56,7 +58,7 @@ static cd_pin *get_or_add_pin(cd_instance *inst, uint32_t particle)
 static void place_pin(cd_instance *inst, cd_pin *pin, cd_vec3 target)
 {
     pin->to = target;
-    cd_v3_store(&inst->pos[3 * pin->particle], target);
+    cd_v3_store(&inst->pos[3 * pin->particle], cd_to_local(inst, target));
 }
 
 cd_status cd_instance_pin(cd_instance *inst, uint32_t particle, const cd_vec3 *position)
@@ -97,7 +99,8 @@ void cd_stage_move_pins(cd_instance *inst, const cd_substep *sub)
         const cd_pin *pin = &inst->pins[i];
         float *p = &inst->pos[3 * pin->particle];
         cd_v3_store(&inst->prev[3 * pin->particle], cd_v3_load(p));
-        cd_v3_store(p, cd_v3_add(pin->from, cd_v3_scale(cd_v3_sub(pin->to, pin->from), sub->t1)));
+        const cd_vec3 at = cd_v3_add(pin->from, cd_v3_scale(cd_v3_sub(pin->to, pin->from), sub->t1));
+        cd_v3_store(p, cd_to_local(inst, at));
     }
 }
 
@@ -106,7 +109,8 @@ void cd_stage_finish_pins(cd_instance *inst)
     for (uint32_t i = 0; i < inst->pin_count; i++) {
         cd_pin *pin = &inst->pins[i];
         pin->from = pin->to;
-        cd_v3_store(&inst->pos[3 * pin->particle], pin->to); /* exact, no rounding drift */
+        /* exact, no rounding drift */
+        cd_v3_store(&inst->pos[3 * pin->particle], cd_to_local(inst, pin->to));
     }
 }
 
@@ -192,7 +196,7 @@ cd_status cd_instance_attach(cd_instance *inst, uint32_t particle, uint32_t hand
     if (local != NULL) {
         offset = *local;
     } else {
-        cd_vec3 here = cd_v3_load(&inst->pos[3 * particle]);
+        cd_vec3 here = cd_to_world(inst, cd_v3_load(&inst->pos[3 * particle]));
         offset = cd_quat_rotate(cd_quat_conjugate(t->rotation), cd_v3_sub(here, t->position));
     }
     cd_vec3 target = cd_transform_point(t, offset);

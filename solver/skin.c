@@ -226,9 +226,11 @@ cd_status cd_instance_skin(cd_instance *inst, const float *positions, const floa
     const bool first = !inst->skinned;
     if (!cd_skin_reserve(inst))
         return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "positions", "out of memory");
-    memcpy(inst->skin_to, positions, sizeof(float) * 3u * n);
+    /* Kept in the particles' local frame (anchor.c). */
+    for (uint32_t i = 0; i < n; i++)
+        cd_v3_store(&inst->skin_to[3 * i], cd_to_local(inst, cd_v3_load(&positions[3 * i])));
     if (first)
-        memcpy(inst->skin_from, positions, sizeof(float) * 3u * n);
+        memcpy(inst->skin_from, inst->skin_to, sizeof(float) * 3u * n);
     if (normals != NULL) {
         for (uint32_t i = 0; i < n; i++)
             cd_v3_store(&inst->skin_normal[3 * i],
@@ -243,8 +245,8 @@ cd_status cd_instance_skin(cd_instance *inst, const float *positions, const floa
         /* Kinematic particles start on their skin, at rest. */
         for (uint32_t i = 0; i < n; i++)
             if (cd_particle_kinematic(inst, i) && !inst->pinned[i]) {
-                cd_v3_store(&inst->pos[3 * i], cd_v3_load(&positions[3 * i]));
-                cd_v3_store(&inst->prev[3 * i], cd_v3_load(&positions[3 * i]));
+                cd_v3_store(&inst->pos[3 * i], cd_v3_load(&inst->skin_to[3 * i]));
+                cd_v3_store(&inst->prev[3 * i], cd_v3_load(&inst->skin_to[3 * i]));
             }
     }
     cd_instance_wake(inst);

@@ -57,7 +57,7 @@
 /* sizeof(cd_instance) on x86-64, less its options (saved by their table
  * rows, so a new option needs nothing here), when snapshot.c was last
  * brought up to date. */
-#define CD_SNAPSHOT_INSTANCE_SIZE 1664
+#define CD_SNAPSHOT_INSTANCE_SIZE 1688
 
 /* ---- the options, by their table rows -------------------------------------- */
 
@@ -141,8 +141,10 @@ static void write_instance(cd_snap_writer *w, const cd_instance *inst)
         cd_snap_put_n(w, "skin.to", CD_SNAP_F32, inst->skin_to, 3 * n);
         cd_snap_put_n(w, "skin.normal", CD_SNAP_F32, inst->skin_normal, 3 * n);
     }
+    cd_snap_put_n(w, "anchor", CD_SNAP_F32, &inst->anchor, 3);
     cd_snap_put_n(w, "pos", CD_SNAP_F32, inst->pos, 3 * n);
     cd_snap_put_n(w, "prev", CD_SNAP_F32, inst->prev, 3 * n);
+    cd_snap_put_n(w, "residual", CD_SNAP_F32, inst->residual, 3 * n);
     cd_snap_put_n(w, "invMass", CD_SNAP_F32, inst->inv_mass, n);
     cd_snap_put_n(w, "ownInvMass", CD_SNAP_F32, inst->own_inv_mass, n);
     cd_snap_put_n(w, "pinned", CD_SNAP_U8, inst->pinned, n);
@@ -480,10 +482,22 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
         if (st != CD_OK)
             return st;
     }
+    /* Positions are relative to the anchor (anchor.c); a file written
+     * before the local frame has world positions and no anchor. */
+    inst->anchor = cd_v3(0, 0, 0);
+    TRY(cd_snap_get_any(sec, "anchor", CD_SNAP_F32, &inst->anchor, 3, 1, sizeof(float), true, NULL,
+                        fault));
+    if (!cd_vec3_in_world(inst->anchor))
+        return cd_snap_bad(fault, sec, "anchor outside the world box");
     TRY(cd_snap_get_n(sec, "pos", CD_SNAP_F32, inst->pos, 3 * n, fault));
     TRY(finite_or_bad(sec, "pos", inst->pos, 3 * (size_t)n, fault));
     TRY(cd_snap_get_n(sec, "prev", CD_SNAP_F32, inst->prev, 3 * n, fault));
     TRY(finite_or_bad(sec, "prev", inst->prev, 3 * (size_t)n, fault));
+    /* Absent from files written before compensated Verlet: zero, which
+     * is where a fresh instance starts. */
+    TRY(cd_snap_get_any(sec, "residual", CD_SNAP_F32, inst->residual, 3 * n, 1, sizeof(float), true, NULL,
+                        fault));
+    TRY(finite_or_bad(sec, "residual", inst->residual, 3 * (size_t)n, fault));
     TRY(cd_snap_get_n(sec, "invMass", CD_SNAP_F32, inst->inv_mass, n, fault));
     TRY(cd_snap_get_n(sec, "ownInvMass", CD_SNAP_F32, inst->own_inv_mass, n, fault));
     for (uint32_t i = 0; i < n; i++)

@@ -428,9 +428,15 @@ cd_vec3 cd_world_global_wind(const cd_world *world);
 cd_id cd_instance_id(const cd_instance *inst);
 void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out);
 uint32_t cd_instance_particle_count(const cd_instance *inst);
-/* 3 floats per particle, particle-index order; valid until the next call
- * that changes the instance. Always finite. */
-const float *cd_instance_positions(const cd_instance *inst);
+/* Positions in world coordinates, 3 floats per particle, particle-index
+ * order, into `out`. Always finite. */
+void cd_instance_copy_positions(const cd_instance *inst, float *out);
+cd_vec3 cd_instance_position(const cd_instance *inst, uint32_t particle);
+/* The solver keeps positions relative to an anchor near the particles
+ * (anchor.c): world = local + anchor, the sum rounded to a float. The
+ * local ones are valid until the next call that changes the instance. */
+const float *cd_instance_local_positions(const cd_instance *inst);
+cd_vec3 cd_instance_anchor(const cd_instance *inst);
 /* What a renderer needs once: triangles (3 indices each; a grid cloth: two
  * per cell, tl bl tr / tr bl br; a mesh cloth: its own; soft body: the
  * surface faces, wound counter-clockwise seen from outside). Returns the

@@ -23,6 +23,8 @@
  * Nothing here allocates, and nothing reads state outside the instance
  * except the arguments, so a step is a pure function of (instance, dt,
  * global wind): the same on any thread. */
+#include <string.h>
+
 #include "internal.h"
 #include "vec3.h"
 
@@ -92,9 +94,11 @@ static void rescale_history(cd_instance *inst, float h)
             continue;
         const float *p = &inst->pos[3 * i];
         float *q = &inst->prev[3 * i];
-        q[0] = p[0] - (p[0] - q[0]) * r;
-        q[1] = p[1] - (p[1] - q[1]) * r;
-        q[2] = p[2] - (p[2] - q[2]) * r;
+        float *c = &inst->residual[3 * i];
+        for (int k = 0; k < 3; k++) {
+            q[k] = p[k] - (p[k] - q[k]) * r;
+            c[k] *= r; /* part of the move too (integrate.c) */
+        }
     }
     inst->last_dt = h;
 }
@@ -189,6 +193,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
         result.unstable = true;
         return result;
     }
+    cd_anchor_follow(inst);
     inst->frame++;
     inst->time += dt;
     inst->last_dt = sub.h;
@@ -227,13 +232,14 @@ uint64_t cd_instance_help_step(cd_instance *inst, uint64_t ticket)
 static float guard_range(const cd_instance *inst, uint32_t begin, uint32_t end, uint8_t *bad_out)
 {
     const float *p = inst->pos, *q = inst->prev;
+    const cd_vec3 a = inst->anchor; /* the box is the world's */
     /* Branch-free scan; NaN fails the comparison and so counts as bad. */
     uint32_t bad = 0;
     float worst = 0.0f;
     for (uint32_t i = begin; i < end; i++) {
         const float x = p[3 * i], y = p[3 * i + 1], z = p[3 * i + 2];
-        bad |= !(fabsf(x) <= CD_WORLD_EXTENT) | !(fabsf(y) <= CD_WORLD_EXTENT) |
-               !(fabsf(z) <= CD_WORLD_EXTENT);
+        bad |= !(fabsf(x + a.x) <= CD_WORLD_EXTENT) | !(fabsf(y + a.y) <= CD_WORLD_EXTENT) |
+               !(fabsf(z + a.z) <= CD_WORLD_EXTENT);
         const float dx = x - q[3 * i], dy = y - q[3 * i + 1], dz = z - q[3 * i + 2];
         worst = fmaxf(worst, dx * dx + dy * dy + dz * dz);
     }
@@ -277,16 +283,20 @@ void cd_stage_guard_restore(cd_instance *inst)
      * the creation layout, pins at their targets. */
     const uint32_t n = inst->particle_count;
     bool usable = true;
-    for (uint32_t i = 0; i < 3 * n; i++)
-        usable &= fabsf(inst->prev[i]) <= CD_WORLD_EXTENT;
+    for (uint32_t i = 0; i < n; i++)
+        usable &= cd_vec3_in_world(cd_to_world(inst, cd_v3_load(&inst->prev[3 * i])));
     for (uint32_t i = 0; i < n; i++) {
-        cd_vec3 p = usable ? cd_v3_load(&inst->prev[3 * i]) : cd_initial_position(inst, i);
+        cd_vec3 p = usable ? cd_v3_load(&inst->prev[3 * i])
+                           : cd_to_local(inst, cd_initial_position(inst, i));
         cd_v3_store(&inst->pos[3 * i], p);
         cd_v3_store(&inst->prev[3 * i], p);
     }
+    /* The residual of a runaway is as wild as its positions. */
+    memset(inst->residual, 0, sizeof(float) * 3u * n);
     for (uint32_t k = 0; k < inst->pin_count; k++) {
         const cd_pin *pin = &inst->pins[k];
-        cd_v3_store(&inst->pos[3 * pin->particle], pin->to);
-        cd_v3_store(&inst->prev[3 * pin->particle], pin->to);
+        const cd_vec3 at = cd_to_local(inst, pin->to);
+        cd_v3_store(&inst->pos[3 * pin->particle], at);
+        cd_v3_store(&inst->prev[3 * pin->particle], at);
     }
 }

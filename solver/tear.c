@@ -85,6 +85,7 @@ static bool copy_particle(cd_instance *inst, uint32_t v)
     const uint32_t n = inst->particle_count;
     bool ok = grow((void **)&inst->pos, 3 * sizeof(float), n, v) &&
               grow((void **)&inst->prev, 3 * sizeof(float), n, v) &&
+              grow((void **)&inst->residual, 3 * sizeof(float), n, v) &&
               grow((void **)&inst->inv_mass, sizeof(float), n, v) &&
               grow((void **)&inst->own_inv_mass, sizeof(float), n, v) &&
               grow((void **)&inst->pinned, 1, n, v) &&

@@ -222,6 +222,7 @@ cd_status cd_world_create_cloth_ex(cd_world *world, const cd_cloth_def *def, cd_
                            "out of memory for %" PRIu64 " particles", particles);
     }
     inst->max_step_work = world->def.max_step_work;
+    cd_anchor_place(inst); /* built in world coordinates: now local ones */
     *out_id = place_instance(world, inst);
     return CD_OK;
 }
@@ -250,6 +251,7 @@ static cd_status place_mesh_instance(cd_world *world, cd_instance *inst, bool bu
         return st;
     }
     inst->max_step_work = world->def.max_step_work;
+    cd_anchor_place(inst); /* built in world coordinates: now local ones */
     *out_id = place_instance(world, inst);
     return CD_OK;
 }

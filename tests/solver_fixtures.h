@@ -5,6 +5,7 @@
 #define CLOTHD_TESTS_SOLVER_FIXTURES_H
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -55,10 +56,20 @@ static inline uint64_t fx_fnv1a(const void *data, size_t n)
     return h;
 }
 
+/* The seed's stepping, one substep of 4 iterations (clothd's default until
+ * issue 10 made small automatic substeps the default): the mechanics tests
+ * that count what one step or one pass does are written in it. */
+static inline cd_cloth_def fx_seed_def(void)
+{
+    cd_cloth_def d = cd_default_cloth_def();
+    d.substeps = 1;
+    d.solver_iterations = 4;
+    return d;
+}
+
 static inline cd_vec3 fx_pos(const cd_instance *inst, uint32_t i)
 {
-    const float *p = cd_instance_positions(inst);
-    return (cd_vec3){p[3 * i], p[3 * i + 1], p[3 * i + 2]};
+    return cd_instance_position(inst, i);
 }
 
 static inline double fx_dist(cd_vec3 a, cd_vec3 b)
@@ -70,14 +81,24 @@ static inline double fx_dist(cd_vec3 a, cd_vec3 b)
 /* Copies an instance's positions into `out` (3 floats per particle). */
 static inline void fx_snapshot(const cd_instance *inst, float *out)
 {
-    memcpy(out, cd_instance_positions(inst),
-           sizeof(float) * 3u * cd_instance_particle_count(inst));
+    cd_instance_copy_positions(inst, out);
+}
+
+/* True when the positions (world) are those in `world`, bit for bit. */
+static inline bool fx_same_positions(const cd_instance *inst, const float *world)
+{
+    const size_t n = 3u * cd_instance_particle_count(inst);
+    float *now = malloc(sizeof(float) * (n ? n : 1));
+    cd_instance_copy_positions(inst, now);
+    const bool same = memcmp(now, world, sizeof(float) * n) == 0;
+    free(now);
+    return same;
 }
 
 /* True when every coordinate is finite. */
 static inline bool fx_all_finite(const cd_instance *inst)
 {
-    const float *p = cd_instance_positions(inst);
+    const float *p = cd_instance_local_positions(inst);
     for (uint32_t i = 0; i < 3u * cd_instance_particle_count(inst); i++)
         if (!isfinite(p[i]))
             return false;

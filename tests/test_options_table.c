@@ -57,7 +57,10 @@ Test(options_table, defaults_are_the_seeds)
     cr_assert_float_eq(d.spacing, 0.1f, 1e-9);
     cr_assert_float_eq(d.gravity.y, -9.81f, 1e-6);
     cr_assert_eq(d.down.y, -1.0f);
-    cr_assert_eq(d.solver_iterations, 4);
+    /* Small steps (issue 10): automatic substeps at 360 Hz, one pass each. */
+    cr_assert_eq(d.substeps, 0);
+    cr_assert_eq(d.solver_frequency, 360.0f);
+    cr_assert_eq(d.solver_iterations, 1);
     cr_assert_eq(d.stretch_compliance, CD_UNSET);
     /* Per second, so the same at any frame rate: the seed's 0.01 a step
      * at 60 Hz (0.99^60). */

@@ -375,7 +375,8 @@ Test(protocol_request, create_without_fields_uses_the_seed_defaults)
     cr_assert_eq(d->stiffness, 0.9f);
     cr_assert_eq(d->bend_stiffness, 0.5f);
     cr_assert_eq(d->damping, 0.01f);
-    cr_assert_eq(d->solver_iterations, 4);
+    cr_assert_eq(d->substeps, 0); /* automatic (issue 10's small steps) */
+    cr_assert_eq(d->solver_iterations, 1);
     assert_vec3(d->origin, 0, 0, 0);
     assert_vec3(d->right, 1, 0, 0);
     assert_vec3(d->down, 0, -1, 0);
@@ -1337,5 +1338,34 @@ Test(protocol_request, replay_reads_to_and_enabled)
                    false);
     parse_ok("{\"cmd\":\"journals\"}", &req);
     cr_assert_eq(req.cmd, CD_CMD_JOURNALS);
+    cd_request_free(&req);
+}
+
+/* Each seed's name means what its seed says: the first seed's
+ * solverIterations counts passes per step, so alone it brings back the
+ * seed's single substep; the XPBD seed's iterations are per substep. */
+Test(protocol_request, solver_iterations_alone_means_the_seeds_single_substep)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\",\"solverIterations\":8}", &req);
+    cr_assert_eq(req.as.create.def.substeps, 1);
+    cr_assert_eq(req.as.create.def.solver_iterations, 8);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"create\",\"iterations\":8}", &req);
+    cr_assert_eq(req.as.create.def.substeps, 0, "the XPBD seed's name keeps small steps");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"create\",\"solverIterations\":8,\"substeps\":0}", &req);
+    cr_assert_eq(req.as.create.def.substeps, 0, "substeps named: as named");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"create\",\"type\":\"softbody\",\"shape\":\"ball\",\"solverIterations\":3}",
+             &req);
+    cr_assert_eq(req.as.create.def.substeps, 2, "a soft body's own substeps stay");
+    cd_request_free(&req);
+    /* set: the same rule on the instance's options. */
+    cd_cloth_def current = cd_default_cloth_def();
+    parse_ok("{\"cmd\":\"set\",\"instance\":1,\"solverIterations\":6}", &req);
+    cd_cloth_def_merge(&current, &req.as.set.def, req.as.set.present);
+    cr_assert_eq(current.substeps, 1);
+    cr_assert_eq(current.solver_iterations, 6);
     cd_request_free(&req);
 }

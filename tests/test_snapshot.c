@@ -121,7 +121,7 @@ static uint64_t world_hash(const cd_world *world, const cd_id ids[3])
     for (int i = 0; i < 3; i++) {
         const cd_instance *inst = cd_world_get(world, ids[i]);
         cr_assert_not_null(inst, "instance %u is there", ids[i]);
-        h = h * 31 + fx_fnv1a(cd_instance_positions(inst),
+        h = h * 31 + fx_fnv1a(cd_instance_local_positions(inst),
                               sizeof(float) * 3 * cd_instance_particle_count(inst));
     }
     return h;
@@ -517,7 +517,7 @@ Test(snapshot, a_large_instance_with_a_team_should_load_bit_identically)
         cd_instance_step(copy, FX_DT, fx_no_wind());
     }
     const size_t bytes = sizeof(float) * 3 * 64 * 64;
-    cr_assert_eq(memcmp(cd_instance_positions(big), cd_instance_positions(copy), bytes), 0);
+    cr_assert_eq(memcmp(cd_instance_local_positions(big), cd_instance_local_positions(copy), bytes), 0);
     free(data);
     cd_world_destroy(a);
     cd_world_destroy(b);
@@ -615,7 +615,7 @@ Test(snapshot, a_skinned_painted_mesh_cloth_should_load_bit_identically)
     for (int k = 30; k < 130; k++) {
         walk(ia, skin_a, n, k);
         walk(ib, skin_b, n, k);
-        cr_assert_eq(memcmp(cd_instance_positions(ia), cd_instance_positions(ib), sizeof(float) * 3 * n),
+        cr_assert_eq(memcmp(cd_instance_local_positions(ia), cd_instance_local_positions(ib), sizeof(float) * 3 * n),
                      0, "bit-identical at step %d", k);
     }
     /* The snapshot of the loaded world is the same bytes. */
@@ -674,7 +674,7 @@ Test(snapshot, a_torn_sheet_should_load_and_tear_on_bit_identically)
         pull_step(b, id, f);
         const uint32_t n = cd_instance_particle_count(ia);
         cr_assert_eq(cd_instance_particle_count(ib), n, "the same tears at step %d", f);
-        cr_assert_eq(memcmp(cd_instance_positions(ia), cd_instance_positions(ib), sizeof(float) * 3 * n),
+        cr_assert_eq(memcmp(cd_instance_local_positions(ia), cd_instance_local_positions(ib), sizeof(float) * 3 * n),
                      0, "bit-identical at step %d", f);
     }
     free(data);

@@ -42,7 +42,7 @@ static cd_vec3 apply(cd_vec3 p, cd_quat q, cd_vec3 v)
 static float big_curtain_strain(bool tethers)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 64;
     def.tethers = tethers;
     cd_instance *curtain = fx_cloth(world, &def);
@@ -74,7 +74,7 @@ Test(solver_attach, default_64x64_curtain_should_stretch_less_than_1_percent, .t
 static double worst_tether_excess(bool tethers, float scale)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 16;
     def.tethers = tethers;
     def.tether_scale = scale;
@@ -127,7 +127,7 @@ Test(solver_attach, tether_scale_should_set_the_slack_of_the_tethers)
     cr_assert(loose <= 1e-4, "scale 1.2: %.6f m past the limit", loose);
     /* ... and a curtain hung by its top corners does use the slack. */
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 16;
     def.tether_scale = 1.2f;
     def.air_density = 0.0f;
@@ -149,7 +149,7 @@ Test(solver_attach, tether_scale_should_set_the_slack_of_the_tethers)
 /* A 10 x 10 cape (spacing 0.05 m) hanging from (0, 1.5, 0), no air. */
 static cd_instance *cape(cd_world *world, int32_t substeps)
 {
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.spacing = 0.05f;
     def.origin = fx_v3(0, 1.5f, 0);
     def.air_density = 0.0f;

@@ -53,10 +53,10 @@ Test(solver_render, velocities_should_equal_the_last_moves_over_dt_on_a_swinging
     float *before = floats_for(sheet), *v = floats_for(sheet);
     double fastest = 0;
     for (int step = 0; step < 30; step++) {
-        memcpy(before, cd_instance_positions(sheet), sizeof(float) * 3 * n);
+        memcpy(before, cd_instance_local_positions(sheet), sizeof(float) * 3 * n);
         cd_instance_step(sheet, FX_DT, fx_no_wind());
         cd_instance_velocities(sheet, v);
-        const float *after = cd_instance_positions(sheet);
+        const float *after = cd_instance_local_positions(sheet);
         for (uint32_t i = 0; i < 3 * n; i++) {
             const double expected = ((double)after[i] - before[i]) / FX_DT;
             cr_assert_leq(fabs(v[i] - expected), 1e-4 + 1e-5 * fabs(expected),
@@ -86,12 +86,12 @@ Test(solver_render, velocities_are_over_the_last_substep_when_there_are_several)
     float *before = floats_for(sheet), *v = floats_for(sheet);
     for (int step = 0; step < 20; step++)
         cd_instance_step(sheet, FX_DT, fx_no_wind());
-    memcpy(before, cd_instance_positions(sheet), sizeof(float) * 3 * n);
+    memcpy(before, cd_instance_local_positions(sheet), sizeof(float) * 3 * n);
     cd_instance_step(sheet, FX_DT, fx_no_wind());
     cd_instance_velocities(sheet, v);
     /* The sheet accelerates through the step: the last quarter's velocity
      * is close to the step's mean, but not equal to it. */
-    const float *after = cd_instance_positions(sheet);
+    const float *after = cd_instance_local_positions(sheet);
     const uint32_t tip = n - 1;
     const double mean_y = ((double)after[3 * tip + 1] - before[3 * tip + 1]) / FX_DT;
     cr_assert_lt(v[3 * tip + 1], 0.0f, "the free edge falls");
@@ -166,7 +166,7 @@ static void reference_normals(const cd_instance *inst, double *out)
     cr_assert_not_null(tri);
     cd_instance_triangles(inst, tri, t);
     memset(out, 0, sizeof(double) * 3 * n);
-    const float *p = cd_instance_positions(inst);
+    const float *p = cd_instance_local_positions(inst);
     for (uint32_t k = 0; k < t; k++) {
         const float *a = &p[3 * tri[3 * k]], *b = &p[3 * tri[3 * k + 1]], *c = &p[3 * tri[3 * k + 2]];
         const double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
@@ -200,7 +200,7 @@ Test(solver_render, normals_of_a_swinging_sheet_are_unit_and_those_of_its_topolo
             continue;
         cd_instance_normals(sheet, nrm);
         reference_normals(sheet, ref);
-        const float *p = cd_instance_positions(sheet);
+        const float *p = cd_instance_local_positions(sheet);
         for (uint32_t i = 0; i < n; i++) {
             assert_unit(&nrm[3 * i], i);
             for (int q = 0; q < 3; q++)

@@ -31,7 +31,7 @@ static double closest_unconnected(const cd_instance *cloth, int w)
 static double drop_in_folds(float self_distance)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 64;
     def.spacing = 0.02f;
     def.origin = fx_v3(0, 0.05f + 63 * 0.02f, 0);
@@ -66,7 +66,7 @@ Test(solver_self, a_sheet_with_self_collision_still_lies_flat)
     /* Neighbours joined by constraints are exempt: a sheet resting on the
      * floor with selfDistance 0.8 x spacing does not inflate. */
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 16;
     def.spacing = 0.05f;
     def.down = fx_v3(0, 0, 1);
@@ -134,7 +134,7 @@ Test(solver_self, a_close_pair_is_found_wherever_the_cells_fall)
 Test(solver_self, a_tiny_self_distance_searches_a_big_cloth_quickly, .timeout = 20)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 384; /* 147,456 particles: a search over all pairs takes minutes */
     def.spacing = 0.01f;
     def.self_distance = 1e-20f;
@@ -150,7 +150,7 @@ Test(solver_self, a_tiny_self_distance_searches_a_big_cloth_quickly, .timeout = 
 Test(solver_self, a_crowd_in_one_cell_stops_the_search_and_says_so, .timeout = 20)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = def.height = 128;
     def.spacing = 5e-4f; /* 6.4 cm across */
     def.self_distance = 4e-4f;

@@ -178,7 +178,7 @@ static float *hang(const char *path, bool seed, float *strain)
     const size_t n = 3u * AGREE_N * AGREE_N;
     float *out = malloc(n * sizeof *out);
     cr_assert_not_null(out);
-    memcpy(out, cd_instance_positions(cloth), n * sizeof *out);
+    memcpy(out, cd_instance_local_positions(cloth), n * sizeof *out);
     *strain = cd_instance_max_structural_strain(cloth);
     cd_world_destroy(world);
     return out;

@@ -16,7 +16,7 @@
 
 static cd_instance *cape(cd_world *world)
 {
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = W;
     def.height = H;
     def.spacing = S;
@@ -146,7 +146,7 @@ Test(skin, the_backstop_keeps_the_cloth_outside_a_turning_body)
 Test(skin, a_particle_resting_on_its_backstop_does_not_gain_speed)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = W;
     def.height = H;
     def.spacing = S;
@@ -252,7 +252,7 @@ Test(skin, paint_checks_the_count_and_the_range)
 static double strip_elongation(const float *scale, uint64_t *hash)
 {
     cd_world *world = fx_world();
-    cd_cloth_def def = cd_default_cloth_def();
+    cd_cloth_def def = fx_seed_def();
     def.width = 2;
     def.height = 21;
     def.spacing = 0.05f;
@@ -270,7 +270,7 @@ static double strip_elongation(const float *scale, uint64_t *hash)
     for (int f = 0; f < 180; f++)
         cd_instance_step(inst, FX_DT, fx_no_wind());
     const double length = fx_dist(fx_pos(inst, 0), fx_pos(inst, 40));
-    *hash = fx_fnv1a(cd_instance_positions(inst), sizeof(float) * 3 * 42);
+    *hash = fx_fnv1a(cd_instance_local_positions(inst), sizeof(float) * 3 * 42);
     cd_world_destroy(world);
     return length - 1.0;
 }

@@ -159,7 +159,7 @@ static uint64_t run_large(int helpers, bool compliant, bool coupled, bool garmen
                 *helped += jobs[k].helped;
         }
         const uint32_t n = cd_instance_particle_count(inst);
-        chain = chain * 31 + fx_fnv1a(cd_instance_positions(inst), sizeof(float) * 3 * n);
+        chain = chain * 31 + fx_fnv1a(cd_instance_local_positions(inst), sizeof(float) * 3 * n);
         cd_collider_impulse imp[2];
         const uint32_t got = cd_instance_collider_impulses(inst, imp, 2);
         chain = chain * 31 + fx_fnv1a(imp, got * sizeof imp[0]);

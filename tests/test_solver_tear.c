@@ -111,7 +111,7 @@ Test(tear, the_same_run_tears_the_same_edges)
         uint32_t *tris = malloc(sizeof(uint32_t) * 3 * m);
         cd_instance_triangles(inst, tris, m);
         hash[k] = fx_fnv1a(tris, sizeof(uint32_t) * 3 * m) ^
-                  fx_fnv1a(cd_instance_positions(inst),
+                  fx_fnv1a(cd_instance_local_positions(inst),
                            sizeof(float) * 3 * cd_instance_particle_count(inst));
         free(tris);
         cd_world_destroy(world);

@@ -20,7 +20,7 @@ DT = 1 / 60
 
 def slow_cloth(c, **extra):
     """A cloth whose step takes tens of milliseconds (128x128, 64 iterations)."""
-    return c.create_cloth(width=128, height=128, spacing=0.02, iterations=64, tethers=False,
+    return c.create_cloth(width=128, height=128, spacing=0.02, solverIterations=64, tethers=False,
                           sleepThreshold=0, **extra)
 
 
