@@ -87,7 +87,8 @@
     X(REPLAY, replay, "replay", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_WRITE,            \
       CD_PAYLOAD_NONE)                                                                            \
     X(JOURNALS, journals, "journals", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ,       \
-      CD_PAYLOAD_NONE)
+      CD_PAYLOAD_NONE)                                                                            \
+    X(HELLO, hello, "hello", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)
 
 typedef enum cd_command {
 #define CD_COMMAND_ENUM(ID, name, wire, rule, touches, access, payload) CD_CMD_##ID,

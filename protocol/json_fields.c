@@ -2,6 +2,7 @@
 #include "json_fields.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -12,10 +13,52 @@
 /* Longest label an element message builds ("positions[4294967295]"). */
 #define LABEL_CAP 96
 
+/* The log of the parse running on this thread, if any. */
+static _Thread_local cd_member_log *active_log;
+
+void cd_json_log_begin(cd_member_log *log)
+{
+    assert(active_log == NULL);
+    active_log = log;
+}
+
+void cd_json_log_end(void)
+{
+    active_log = NULL;
+}
+
+void cd_member_log_free(cd_member_log *log)
+{
+    if (log == NULL)
+        return;
+    free(log->lookups);
+    *log = (cd_member_log){0};
+}
+
+static void log_lookup(cd_member_log *log, const cJSON *obj, const char *name)
+{
+    for (size_t i = log->count; i-- > 0;)
+        if (log->lookups[i].obj == obj && strcmp(log->lookups[i].name, name) == 0)
+            return;
+    if (log->count == log->cap) {
+        size_t cap = log->cap ? log->cap * 2 : 64;
+        cd_member_lookup *grown = realloc(log->lookups, cap * sizeof *grown);
+        if (grown == NULL) {
+            log->overflow = true;
+            return;
+        }
+        log->lookups = grown;
+        log->cap = cap;
+    }
+    log->lookups[log->count++] = (cd_member_lookup){.obj = obj, .name = name};
+}
+
 const cJSON *cd_json_member(const cJSON *obj, const char *name)
 {
     if (!cJSON_IsObject(obj) || !name)
         return NULL;
+    if (active_log != NULL)
+        log_lookup(active_log, obj, name);
     return cJSON_GetObjectItemCaseSensitive(obj, name);
 }
 
@@ -355,6 +398,88 @@ cd_status cd_json_points(const cJSON *item, const char *label, uint32_t max_list
     return CD_OK;
 }
 
+/* ---- names -------------------------------------------------------------- */
+
+int cd_json_name_distance(const char *a, const char *b)
+{
+    enum { CAP = 3, LEN = 32 };
+    const size_t n = strlen(a), m = strlen(b);
+    if (n >= LEN || m >= LEN)
+        return CAP;
+    /* Three rows of the optimal-string-alignment table: a swap of two
+     * neighbours ("widht") is one edit, as a person counts it. */
+    int before[LEN + 1], prev[LEN + 1], row[LEN + 1];
+    for (size_t j = 0; j <= m; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            const int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            int best = prev[j - 1] + (ca == cb ? 0 : 1);
+            best = prev[j] + 1 < best ? prev[j] + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == cb && before[j - 2] + 1 < best)
+                best = before[j - 2] + 1;
+            row[j] = best;
+        }
+        memcpy(before, prev, sizeof prev);
+        memcpy(prev, row, sizeof row);
+    }
+    return prev[m] < CAP ? prev[m] : CAP;
+}
+
+bool cd_json_name_near(const char *given, const char *name, int distance)
+{
+    const size_t n = strlen(given), m = strlen(name);
+    return distance <= 2 && (size_t)(2 * distance) < (n > m ? n : m);
+}
+
+const char *cd_json_closest_name(const char *given, const char *const *names, size_t count)
+{
+    const char *best = NULL;
+    int best_distance = 3;
+    for (size_t i = 0; i < count; i++) {
+        const int d = cd_json_name_distance(given, names[i]);
+        if (d < best_distance && cd_json_name_near(given, names[i], d)) {
+            best_distance = d;
+            best = names[i];
+        }
+    }
+    return best;
+}
+
+void cd_json_enum_names(const cd_wire_enum *e, char *buf, size_t cap)
+{
+    int count = 0;
+    while (e->name(count) != NULL)
+        count++;
+    buf[0] = '\0';
+    for (int i = 0, used = 0; i < count && (size_t)used < cap; i++)
+        used += snprintf(buf + used, cap - (size_t)used, "%s\"%s\"",
+                         i == 0 ? "" : i + 1 == count ? " or " : ", ", e->name(i));
+}
+
+cd_status cd_json_enum(const cJSON *item, const char *label, const cd_wire_enum *e, int *index,
+                       cd_error *err)
+{
+    const bool is_string = cJSON_IsString(item) && item->valuestring != NULL;
+    for (int i = 0; is_string && e->name(i) != NULL; i++) {
+        if (strcmp(item->valuestring, e->name(i)) == 0) {
+            *index = i;
+            return CD_OK;
+        }
+    }
+    char choices[160];
+    cd_json_enum_names(e, choices, sizeof choices);
+    if (!is_string)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be a string, one of %s", label, choices);
+    char quoted[64];
+    cd_json_quote_safe(quoted, sizeof quoted, item->valuestring);
+    return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown %s \"%s\" (one of %s)", label,
+                   e->what, quoted, choices);
+}
+
 /* ---- safe quoting ------------------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when invalid. */
@@ -495,15 +620,13 @@ cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *ba
     case CD_OPTION_BOOL:
         return cd_json_bool(item, spec->name, dst, err);
     case CD_OPTION_WIND_MODEL: {
-        for (int m = 0; cJSON_IsString(item) && cd_wind_model_name(m) != NULL; m++) {
-            if (strcmp(item->valuestring, cd_wind_model_name(m)) == 0) {
-                cd_wind_model v = (cd_wind_model)m;
-                memcpy(dst, &v, sizeof v);
-                return CD_OK;
-            }
+        int m = 0;
+        cd_status st = cd_json_enum(item, spec->name, &cd_wire_enums[CD_ENUM_WIND_MODEL], &m, err);
+        if (st == CD_OK) {
+            cd_wind_model v = (cd_wind_model)m;
+            memcpy(dst, &v, sizeof v);
         }
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be %s", spec->name,
-                       cd_wind_model_names());
+        return st;
     }
     }
     return cd_fail(err, CD_E_INTERNAL, "%s: unknown option kind", spec->name);

@@ -23,8 +23,30 @@
 #include "protocol.h"
 
 /* The member `name` of `obj` (exact case; the first one when repeated), or
- * NULL when absent. */
+ * NULL when absent. While a member log is active on this thread, the call
+ * is recorded in it, found or not: `name` must outlive the parse (a
+ * literal or a table's row). */
 const cJSON *cd_json_member(const cJSON *obj, const char *name);
+
+/* What a parse asked for, so that the members nobody asked for can be told
+ * (the forward-compatibility rule, PROTOCOL.md "Unknown members"): each
+ * command's handler is the one definition of the members it knows. */
+typedef struct cd_member_lookup {
+    const cJSON *obj;
+    const char *name;
+} cd_member_lookup;
+
+typedef struct cd_member_log {
+    cd_member_lookup *lookups; /* owned */
+    size_t count, cap;
+    bool overflow; /* out of memory: the log is incomplete, tell nothing */
+} cd_member_log;
+
+/* Starts recording this thread's cd_json_member calls into `log` (zeroed
+ * by the caller); cd_json_log_end stops. Not nested. */
+void cd_json_log_begin(cd_member_log *log);
+void cd_json_log_end(void);
+void cd_member_log_free(cd_member_log *log);
 
 /* An integer in [min, max]: a JSON number with an integral value. The
  * message reads "must be an integer >= min" when max is INT32_MAX or
@@ -100,6 +122,28 @@ cd_status cd_json_option(const cJSON *item, const cd_option_spec *spec, void *ba
  * in row order is reported. */
 cd_status cd_json_read_options(const cJSON *obj, const cd_option_spec *specs, size_t count,
                                void *base, uint64_t *present, cd_error *err);
+
+/* One of an enum's names (a row of cd_wire_enums): *index is the match.
+ * Otherwise "label: unknown <what> \"x\" (one of \"a\", \"b\" or \"c\")",
+ * or for a value that is not a string "label: must be a string, one of ...". */
+cd_status cd_json_enum(const cJSON *item, const char *label, const cd_wire_enum *e, int *index,
+                       cd_error *err);
+/* The names in words: "\"a\", \"b\" or \"c\"" (cut to `cap`). */
+void cd_json_enum_names(const cd_wire_enum *e, char *buf, size_t cap);
+
+/* Edit distance of a and b (insert, delete, substitute, swap two
+ * neighbours; case-blind), capped: anything above 3 reads as 3. */
+int cd_json_name_distance(const char *a, const char *b);
+/* A name `distance` edits from `given` reads as its typo: at most 2 edits,
+ * and fewer than half the longer name ("x" is not a typo of "id"). */
+bool cd_json_name_near(const char *given, const char *name, int distance);
+/* The name of `names` closest to `given` that is near it (a typo, a case
+ * slip), or NULL. */
+const char *cd_json_closest_name(const char *given, const char *const *names, size_t count);
+
+/* The members of `root` (and of the objects in it that the parse looked
+ * into) that nobody asked for, per `log`, into out->unknown. */
+void cd_find_unknown_members(const cJSON *root, const cd_member_log *log, cd_request *out);
 
 #define RANGE_POSITIVE {.min = 0, .min_open = true, .has_min = true}
 

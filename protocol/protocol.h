@@ -38,6 +38,53 @@ cd_access cd_command_access(cd_command cmd);
  * topology, subscribe, unsubscribe): CD_ACCESS_READ in the table. */
 bool cd_command_is_read_only(cd_command cmd);
 
+/* Every request field whose value is one of a set of names. A wrong value
+ * is invalid_argument listing them: `type: unknown collider type "cube"
+ * (one of "sphere", "capsule", "plane", "taperedCapsule" or "box")`. One
+ * row per field: the parsers read through the row, a test walks them all.
+ * X(ENUM, command, field, what, names): `names(i)` is the i-th wire name,
+ * NULL past the last. */
+#define CD_WIRE_ENUM_MAP(X)                                                                      \
+    X(INSTANCE_TYPE, "create", "type", "instance type", cd_instance_type_wire)                  \
+    X(SHAPE, "create", "shape", "shape", cd_shape_wire)                                         \
+    X(WIND_MODEL, "create", "windModel", "wind model", cd_wind_model_name)                      \
+    X(COLLIDER_TYPE, "addCollider", "type", "collider type", cd_collider_type_name)             \
+    X(CHANNEL, "subscribe", "channels", "channel", cd_channel_wire)
+
+typedef enum cd_wire_enum_id {
+#define CD_WIRE_ENUM_ID(ID, command, field, what, names) CD_ENUM_##ID,
+    CD_WIRE_ENUM_MAP(CD_WIRE_ENUM_ID)
+#undef CD_WIRE_ENUM_ID
+    CD_ENUM_COUNT
+} cd_wire_enum_id;
+
+typedef struct cd_wire_enum {
+    const char *command; /* a command that reads it */
+    const char *field;   /* its member ("channels": each entry of the list) */
+    const char *what;    /* in the message: "unknown <what> ..." */
+    const char *(*name)(int index);
+} cd_wire_enum;
+
+extern const cd_wire_enum cd_wire_enums[CD_ENUM_COUNT];
+
+/* The names of the rows above that are the protocol's own: "cloth",
+ * "softbody"; "box", "ball"; "positions", "velocities", "normals". */
+const char *cd_instance_type_wire(int index);
+const char *cd_shape_wire(int index);
+const char *cd_channel_wire(int index);
+
+/* A member a request gave that its command does not read (PROTOCOL.md
+ * "Unknown members"): its path ("widht"; inside a nested object
+ * "parent.child", in a list "list[2].child"), cut to fit, and the name
+ * the command reads there that lies within 2 edits of it, or NULL. */
+typedef struct cd_unknown_member {
+    char path[72];
+    const char *near; /* static */
+} cd_unknown_member;
+
+/* The first unknown members a request keeps (the rest are counted). */
+#define CD_UNKNOWN_KEPT 8u
+
 /* Limits the parser enforces (the server passes its configuration). */
 typedef struct cd_limits {
     uint32_t max_particles; /* per instance; create beyond it: limit_exceeded */
@@ -118,6 +165,11 @@ typedef struct cd_request {
      * (server/recording.c); NULL otherwise. */
     char *line;
     size_t line_len;
+    /* The members no part of the command read, in the order given: the
+     * first CD_UNKNOWN_KEPT of them, and how many there were (0: none, and
+     * always for a binary request). Filled when the parse succeeds. */
+    cd_unknown_member unknown[CD_UNKNOWN_KEPT];
+    uint32_t unknown_count;
     cd_id instance;
     union {
         /* grid cloth: def; soft body: def holds the options and mesh the
@@ -155,6 +207,7 @@ typedef struct cd_request {
         struct { cd_id_list instances; float dt; bool has_budget; float budget_ms; } step;
         struct { cd_id_list instances; cd_frame_options options; } subscribe;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
+        struct { bool has_strict, strict; } hello; /* no "strict": unchanged */
         cd_get_options get;
         /* a token of 1..CD_TOKEN_MAX bytes, NUL-terminated (strict input:
          * it holds no NUL, no control byte, valid UTF-8) */
@@ -209,6 +262,16 @@ cd_status cd_request_parse(const char *line, size_t len, const cd_limits *limits
                            cd_request *out, cd_error *err);
 void cd_request_free(cd_request *req); /* NULL is fine */
 
+/* The request's unknown members as the reply's "warnings": a JSON array
+ * of `unknown member "widht" (did you mean "width"?)`, one per member (the
+ * kept ones, then "... and N more unknown members"), or NULL when there
+ * is none (or no memory). The caller owns the result. */
+cJSON *cd_request_warnings(const cd_request *req);
+/* For a strict connection: the first unknown member as an error,
+ * `widht: unknown member (did you mean "width"?)`. Returns
+ * CD_E_INVALID_ARGUMENT (CD_OK when there is none). */
+cd_status cd_fail_unknown_member(cd_error *err, const cd_request *req);
+
 /* Binary requests (protocol/binary_request.c; PROTOCOL.md "Binary
  * requests"): `skin` and `pin` as the frame layout's twin. A message
  * starts with 0x89 'C' 'L' 'R' (never the first byte of a JSON line) and
@@ -229,7 +292,9 @@ cd_status cd_binary_request_parse(const unsigned char *msg, size_t len, const cd
 /* {"id":<id>,"ok":true}; id may be NULL (then no "id" member). The caller
  * adds members and hands it to cd_reply_print. */
 cJSON *cd_reply_ok(const cJSON *id);
-/* {"id":…,"ok":false,"error":{"code":…,"message":…}} printed as a line. */
+/* {"id":…,"ok":false,"error":{"code":…,"message":…}}: the object (NULL
+ * on allocation failure), or printed as a line. */
+cJSON *cd_reply_error(const cJSON *id, const cd_error *err);
 char *cd_reply_error_line(const cJSON *id, const cd_error *err, size_t *out_len);
 /* Prints compactly with a trailing '\n', deletes `reply`. Free the result
  * with free(). NULL on allocation failure. */

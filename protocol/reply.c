@@ -35,7 +35,7 @@ cJSON *cd_reply_ok(const cJSON *id)
     return reply;
 }
 
-char *cd_reply_error_line(const cJSON *id, const cd_error *err, size_t *out_len)
+cJSON *cd_reply_error(const cJSON *id, const cd_error *err)
 {
     cd_status code = err ? err->code : CD_E_INTERNAL;
     if (code == CD_OK)
@@ -66,7 +66,12 @@ char *cd_reply_error_line(const cJSON *id, const cd_error *err, size_t *out_len)
         cJSON_Delete(reply);
         return NULL;
     }
-    return cd_reply_print(reply, out_len);
+    return reply;
+}
+
+char *cd_reply_error_line(const cJSON *id, const cd_error *err, size_t *out_len)
+{
+    return cd_reply_print(cd_reply_error(id, err), out_len);
 }
 
 char *cd_reply_print(cJSON *reply, size_t *out_len)

@@ -97,9 +97,6 @@ cd_limits cd_default_limits(void)
 }
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
-/* The painted properties' wire names (CD_PAINT_MAP), as member names. */
-#define PAINT_NAME(ID, wire, lo, hi, fallback) wire,
-#define PAINT_MEMBERS CD_PAINT_MAP(PAINT_NAME)
 
 /* ---- shared pieces ------------------------------------------------------ */
 
@@ -112,78 +109,60 @@ static const cJSON *required(const cJSON *obj, const char *name, cd_error *err)
     return item;
 }
 
-/* Edit distance of a and b (insert, delete, substitute, case-blind),
- * capped: anything above 3 reads as 3. For "did you mean". */
-static int name_distance(const char *a, const char *b)
-{
-    enum { CAP = 3, LEN = 32 };
-    const size_t n = strlen(a), m = strlen(b);
-    if (n >= LEN || m >= LEN)
-        return CAP;
-    int row[LEN + 1];
-    for (size_t j = 0; j <= m; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= n; i++) {
-        int diagonal = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= m; j++) {
-            const int up = row[j];
-            const int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
-            int best = diagonal + (same ? 0 : 1);
-            best = up + 1 < best ? up + 1 : best;
-            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
-            row[j] = best;
-            diagonal = up;
-        }
-    }
-    return row[m] < CAP ? row[m] : CAP;
-}
-
-/* The name of `names` closest to `given` within 2 edits (a typo, a case
- * slip), or NULL. */
-static const char *closest_name(const char *given, const char *const *names, size_t count)
-{
-    const char *best = NULL;
-    int best_distance = 3;
-    for (size_t i = 0; i < count; i++) {
-        const int d = name_distance(given, names[i]);
-        if (d < best_distance) {
-            best_distance = d;
-            best = names[i];
-        }
-    }
-    return best;
-}
-
-/* A required string member compared against `names`; *index is the match.
- * `what` words the unknown case, which lists the names: "unknown collider
- * type \"x\" (one of \"sphere\", \"capsule\", ... or \"box\")". */
-static cd_status read_enum(const cJSON *obj, const char *field, const char *const *names,
-                           size_t count, const char *what, bool is_required, size_t *index,
+/* A string member naming one of an enum's values (a row of cd_wire_enums,
+ * whose field it is); *index is the match. The unknown case lists the
+ * names: "type: unknown collider type \"x\" (one of \"sphere\", ... or
+ * \"box\")". */
+static cd_status read_enum(const cJSON *obj, cd_wire_enum_id id, bool is_required, int *index,
                            cd_error *err)
 {
-    const cJSON *item = cd_json_member(obj, field);
+    const cd_wire_enum *e = &cd_wire_enums[id];
+    const cJSON *item = cd_json_member(obj, e->field);
     if (!item) {
         if (is_required)
-            return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: required", field);
+            return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: required", e->field);
         return CD_OK;
     }
-    if (!cJSON_IsString(item) || !item->valuestring)
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: must be a string", field);
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(item->valuestring, names[i]) == 0) {
-            *index = i;
-            return CD_OK;
-        }
-    }
-    char quoted[QUOTE_CAP], choices[96] = "";
-    cd_json_quote_safe(quoted, sizeof quoted, item->valuestring);
-    for (size_t i = 0, used = 0; i < count && used < sizeof choices; i++)
-        used += (size_t)snprintf(choices + used, sizeof choices - used, "%s\"%s\"",
-                                 i == 0 ? "" : i + 1 == count ? " or " : ", ", names[i]);
-    return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown %s \"%s\" (one of %s)", field, what,
-                   quoted, choices);
+    return cd_json_enum(item, e->field, e, index, err);
 }
+
+/* ---- enums -------------------------------------------------------------- */
+
+/* Index order = cd_instance_type order. */
+const char *cd_instance_type_wire(int index)
+{
+    static const char *const names[] = {[CD_INSTANCE_CLOTH] = "cloth",
+                                        [CD_INSTANCE_SOFTBODY] = "softbody"};
+    return index >= 0 && index < (int)COUNT_OF(names) ? names[index] : NULL;
+}
+
+/* A soft body's generated shapes (softbody.c). */
+const char *cd_shape_wire(int index)
+{
+    static const char *const names[] = {"box", "ball"};
+    return index >= 0 && index < (int)COUNT_OF(names) ? names[index] : NULL;
+}
+
+/* subscribe's channels, and the frame flag each sets ("positions" is
+ * always sent; naming it is allowed). */
+static const struct {
+    const char *name;
+    uint16_t flag;
+} channels[] = {{"positions", 0},
+                {"velocities", CD_FRAME_FLAG_VELOCITIES},
+                {"normals", CD_FRAME_FLAG_NORMALS}};
+
+const char *cd_channel_wire(int index)
+{
+    return index >= 0 && index < (int)COUNT_OF(channels) ? channels[index].name : NULL;
+}
+
+const cd_wire_enum cd_wire_enums[CD_ENUM_COUNT] = {
+#define CD_WIRE_ENUM_ROW(ID, command_, field_, what_, names_)                                  \
+    [CD_ENUM_##ID] = {.command = command_, .field = field_, .what = what_, .name = names_},
+    CD_WIRE_ENUM_MAP(CD_WIRE_ENUM_ROW)
+#undef CD_WIRE_ENUM_ROW
+};
 
 /* "instance" or "instances" or neither (= all) into `list`. */
 static cd_status read_instance_list(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -322,69 +301,21 @@ static cd_status parse_nothing(const cJSON *obj, const cd_limits *lim, cd_reques
     return CD_OK;
 }
 
-/* Every member of `obj` is one the command reads: the envelope's `id` and
- * `cmd`, the cloth options, and `extra`. A misspelt option used to be
- * accepted and do nothing (issue 12: `stretchComplience`); it is refused,
- * naming it and the nearest known name. */
-static cd_status check_members(const cJSON *obj, const char *const *extra, size_t extra_count,
-                               cd_error *err)
-{
-    const char *names[CD_OPT_COUNT + 16];
-    size_t count = 0;
-    names[count++] = "id";
-    names[count++] = "cmd";
-    for (size_t i = 0; i < CD_OPT_COUNT; i++)
-        names[count++] = cd_cloth_option_specs[i].name;
-    for (size_t i = 0; i < extra_count && count < COUNT_OF(names); i++)
-        names[count++] = extra[i];
-    for (const cJSON *m = obj->child; m != NULL; m = m->next) {
-        bool known = false;
-        for (size_t i = 0; i < count && !known; i++)
-            known = strcmp(m->string, names[i]) == 0;
-        if (known)
-            continue;
-        char quoted[QUOTE_CAP];
-        cd_json_quote_safe(quoted, sizeof quoted, m->string);
-        const char *near = closest_name(m->string, names, count);
-        if (near != NULL)
-            return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "%s: unknown member (did you mean \"%s\"?)", quoted, near);
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "%s: unknown member", quoted);
-    }
-    return CD_OK;
-}
-
 static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request *req,
                               cd_error *err)
 {
-    /* Index order = cd_instance_type order. */
-    static const char *const types[] = {"cloth", "softbody"};
-    /* `instance` is the envelope's, ignored by create (commands.h). */
-    static const char *const cloth_members[] = {"type", "instance", PAINT_MEMBERS};
-    static const char *const mesh_members[] = {"type",      "instance", "vertices",
-                                               "triangles", "uvs",      PAINT_MEMBERS};
-    static const char *const softbody_members[] = {
-        "type",   "instance",   "shape", "vertices", "tetrahedra", "size",
-        "center", "resolution", "cells", "radius",   PAINT_MEMBERS};
-    size_t type = 0;
-    cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "instance type", false, &type,
-                             err);
+    int type = CD_INSTANCE_CLOTH;
+    cd_status st = read_enum(obj, CD_ENUM_INSTANCE_TYPE, false, &type, err);
     if (st != CD_OK)
         return st;
     if (type == CD_INSTANCE_SOFTBODY) {
-        if ((st = check_members(obj, softbody_members, COUNT_OF(softbody_members), err)) != CD_OK)
-            return st;
         st = cd_parse_softbody(obj, lim, req, err);
         return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.create.paint, err) : st;
     }
     if (cd_json_member(obj, "vertices") != NULL) {
-        if ((st = check_members(obj, mesh_members, COUNT_OF(mesh_members), err)) != CD_OK)
-            return st;
         st = cd_parse_mesh_cloth(obj, lim, req, err);
         return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.create.paint, err) : st;
     }
-    if ((st = check_members(obj, cloth_members, COUNT_OF(cloth_members), err)) != CD_OK)
-        return st;
     req->as.create.type = CD_INSTANCE_CLOTH;
     cd_cloth_def def = cd_default_cloth_def();
     if ((st = cd_parse_cloth_options(obj, false, &def, NULL, err)) != CD_OK)
@@ -440,15 +371,8 @@ static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_r
                                     cd_error *err)
 {
     (void)lim;
-    /* Index order = cd_collider_type order. */
-    static const char *const types[] = {
-#define CD_COLLIDER_TYPE_WIRE(ID, wire) wire,
-        CD_COLLIDER_TYPE_MAP(CD_COLLIDER_TYPE_WIRE)
-#undef CD_COLLIDER_TYPE_WIRE
-    };
-    size_t type = 0;
-    cd_status st = read_enum(obj, "type", types, COUNT_OF(types), "collider type", true, &type,
-                             err);
+    int type = 0;
+    cd_status st = read_enum(obj, CD_ENUM_COLLIDER_TYPE, true, &type, err);
     if (st != CD_OK)
         return st;
     cd_collider_def def = cd_default_collider_def((cd_collider_type)type);
@@ -466,7 +390,7 @@ static cd_status parse_add_collider(const cJSON *obj, const cd_limits *lim, cd_r
     if (type != CD_COLLIDER_BOX && cd_json_member(obj, "rotation"))
         return cd_fail(err, CD_E_INVALID_ARGUMENT,
                        "rotation: only a box takes a rotation (a %s turns by \"normal\")",
-                       types[type]);
+                       cd_collider_type_name(type));
     req->as.add_collider.def = def;
     return read_name(obj, "attachment", false, req->as.add_collider.attachment, err);
 }
@@ -538,12 +462,8 @@ static cd_status parse_enable(const cJSON *obj, const cd_limits *lim, cd_request
 static cd_status parse_set(const cJSON *obj, const cd_limits *lim, cd_request *req,
                            cd_error *err)
 {
-    static const char *const set_members[] = {"instance", PAINT_MEMBERS};
-    cd_status st = check_members(obj, set_members, COUNT_OF(set_members), err);
-    if (st != CD_OK)
-        return st;
     req->as.set.def = cd_default_cloth_def();
-    st = cd_parse_cloth_options(obj, true, &req->as.set.def, &req->as.set.present, err);
+    cd_status st = cd_parse_cloth_options(obj, true, &req->as.set.def, &req->as.set.present, err);
     return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.set.paint, err) : st;
 }
 
@@ -645,38 +565,28 @@ static cd_status parse_step(const cJSON *obj, const cd_limits *lim, cd_request *
     return read_instance_list(obj, lim, req, &req->as.step.instances, err);
 }
 
-/* subscribe's "channels": a list of channel names, each the frame flag it
- * sets ("positions" is always sent; naming it is allowed). Absent: 0. */
+/* subscribe's "channels": a list of channel names (cd_channel_wire), each
+ * the frame flag it sets. Absent: 0. */
 static cd_status read_channels(const cJSON *item, uint16_t *out, cd_error *err)
 {
-    static const struct {
-        const char *name;
-        uint16_t flag;
-    } channels[] = {{"positions", 0},
-                    {"velocities", CD_FRAME_FLAG_VELOCITIES},
-                    {"normals", CD_FRAME_FLAG_NORMALS}};
-    static const char valid[] = "\"positions\", \"velocities\" or \"normals\"";
     *out = 0;
     if (item == NULL)
         return CD_OK;
-    if (!cJSON_IsArray(item))
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "channels: must be a list of %s", valid);
+    const cd_wire_enum *e = &cd_wire_enums[CD_ENUM_CHANNEL];
+    if (!cJSON_IsArray(item)) {
+        char names[96];
+        cd_json_enum_names(e, names, sizeof names);
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "channels: must be a list of %s", names);
+    }
     int index = 0;
     const cJSON *entry;
     cJSON_ArrayForEach(entry, item) {
-        if (!cJSON_IsString(entry) || !entry->valuestring)
-            return cd_fail(err, CD_E_INVALID_ARGUMENT, "channels[%d]: must be %s", index, valid);
-        size_t k = 0;
-        while (k < sizeof channels / sizeof channels[0] &&
-               strcmp(entry->valuestring, channels[k].name) != 0)
-            k++;
-        if (k == sizeof channels / sizeof channels[0]) {
-            char quoted[QUOTE_CAP];
-            cd_json_quote_safe(quoted, sizeof quoted, entry->valuestring);
-            return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "channels[%d]: unknown channel \"%s\" (one of %s)", index, quoted,
-                           valid);
-        }
+        char label[32];
+        snprintf(label, sizeof label, "channels[%d]", index);
+        int k = 0;
+        cd_status st = cd_json_enum(entry, label, e, &k, err);
+        if (st != CD_OK)
+            return st;
         *out |= channels[k].flag;
         index++;
     }
@@ -809,6 +719,17 @@ static cd_status parse_replay(const cJSON *obj, const cd_limits *lim, cd_request
         return st;
     req->as.replay.to = (uint64_t)frames;
     return CD_OK;
+}
+
+/* hello: the handshake; "strict" turns unknown members into errors on this
+ * connection (or back). */
+static cd_status parse_hello(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                             cd_error *err)
+{
+    (void)lim;
+    const cJSON *strict = cd_json_member(obj, "strict");
+    req->as.hello.has_strict = strict != NULL;
+    return strict ? cd_json_bool(strict, "strict", &req->as.hello.strict, err) : CD_OK;
 }
 
 /* The commands that read nothing beyond the envelope. */
@@ -1042,17 +963,19 @@ static cd_status parse_object(const cJSON *root, const cd_limits *lim, cd_reques
         }
     }
     if (!entry) {
-        /* 23 names do not fit a message: the nearest one does. */
+        /* 31 names do not fit a message: the nearest one does, and hello's
+         * reply lists them all. */
         const char *names[CD_CMD_COUNT];
         for (size_t i = 0; i < CD_CMD_COUNT; i++)
             names[i] = commands[i].name;
-        const char *near = closest_name(cmd->valuestring, names, CD_CMD_COUNT);
+        const char *near = cd_json_closest_name(cmd->valuestring, names, CD_CMD_COUNT);
         char quoted[QUOTE_CAP];
         cd_json_quote_safe(quoted, sizeof quoted, cmd->valuestring);
         if (near != NULL)
             return cd_fail(err, CD_E_UNKNOWN_COMMAND,
                            "unknown command \"%s\" (did you mean \"%s\"?)", quoted, near);
-        return cd_fail(err, CD_E_UNKNOWN_COMMAND, "unknown command \"%s\"", quoted);
+        return cd_fail(err, CD_E_UNKNOWN_COMMAND,
+                       "unknown command \"%s\" (hello lists the commands)", quoted);
     }
 
     if (entry->instance == CD_INSTANCE_REQUIRED || entry->instance == CD_INSTANCE_OPTIONAL) {
@@ -1101,8 +1024,16 @@ cd_status cd_request_parse(const char *line, size_t len, const cd_limits *limits
         st = cd_fail(err, CD_E_PARSE_ERROR, "not valid JSON (unexpected data at byte %zu)", rest);
     else if (!cJSON_IsObject(root))
         st = cd_fail(err, CD_E_PARSE_ERROR, "the request must be a JSON object");
-    else
+    else {
+        /* What the parse asks for is what the command knows. */
+        cd_member_log log = {0};
+        cd_json_log_begin(&log);
         st = parse_object(root, &lim, out, err);
+        cd_json_log_end();
+        if (st == CD_OK)
+            cd_find_unknown_members(root, &log, out);
+        cd_member_log_free(&log);
+    }
     cJSON_Delete(root);
     if (st != CD_OK)
         free_payload(out);

@@ -90,29 +90,34 @@ typedef struct shape_params {
 #define SHAPE_ROW(member, wire, kind_, lo, hi, lo_open)                                      \
     {.name = wire, .kind = kind_, .offset = offsetof(shape_params, member), .min = lo,      \
      .max = hi, .min_open = lo_open}
-static const cd_option_spec shape_fields[] = {
+static const cd_option_spec box_fields[] = {
     SHAPE_ROW(size, "size", CD_OPTION_VEC3, 0, 0, false),
     SHAPE_ROW(origin, "origin", CD_OPTION_VEC3, 0, 0, false),
+};
+static const cd_option_spec ball_fields[] = {
     SHAPE_ROW(center, "center", CD_OPTION_VEC3, 0, 0, false),
     SHAPE_ROW(radius, "radius", CD_OPTION_FLOAT, 0, CD_WORLD_EXTENT, true),
     SHAPE_ROW(resolution, "resolution", CD_OPTION_INT, 2, 48, false),
 };
 
+enum { SHAPE_BOX, SHAPE_BALL }; /* cd_shape_wire's order */
+
+/* A box reads size, origin and cells, a ball center, radius and resolution
+ * (what the other shape would read is an unknown member). */
 static cd_status generate_mesh(const cJSON *obj, const cJSON *shape, cd_tet_mesh *mesh,
                                cd_error *err)
 {
     shape_params p = {.size = {1, 1, 1}, .origin = {0, 0, 0}, .center = {0, 0, 0},
                       .radius = 0.5f, .resolution = 6};
-    cd_status st = cd_json_read_options(obj, shape_fields,
-                                       sizeof shape_fields / sizeof shape_fields[0], &p, NULL,
-                                       err);
+    int kind = SHAPE_BOX;
+    cd_status st = cd_json_enum(shape, "shape", &cd_wire_enums[CD_ENUM_SHAPE], &kind, err);
     if (st != CD_OK)
         return st;
-    if (!cJSON_IsString(shape))
-        return cd_fail(err, CD_E_INVALID_ARGUMENT, "shape: must be \"box\" or \"ball\"");
-    if (strcmp(shape->valuestring, "box") == 0) {
+    if (kind == SHAPE_BOX) {
+        st = cd_json_read_options(obj, box_fields, sizeof box_fields / sizeof box_fields[0], &p,
+                                  NULL, err);
         uint32_t cells[3] = {4, 4, 4};
-        if ((st = read_int3(obj, "cells", 1, 64, cells, err)) != CD_OK)
+        if (st != CD_OK || (st = read_int3(obj, "cells", 1, 64, cells, err)) != CD_OK)
             return st;
         if (!(p.size.x > 0 && p.size.y > 0 && p.size.z > 0))
             return cd_fail(err, CD_E_INVALID_ARGUMENT, "size: every side must be > 0");
@@ -121,13 +126,14 @@ static cd_status generate_mesh(const cJSON *obj, const cJSON *shape, cd_tet_mesh
                            "origin: the box reaches outside the world box");
         return CD_OK;
     }
-    if (strcmp(shape->valuestring, "ball") == 0) {
-        if (cd_mesh_ball(p.center, p.radius, (uint32_t)p.resolution, mesh) != CD_OK)
-            return cd_fail(err, CD_E_INVALID_ARGUMENT,
-                           "center: the ball reaches outside the world box");
-        return CD_OK;
-    }
-    return cd_fail(err, CD_E_INVALID_ARGUMENT, "shape: must be \"box\" or \"ball\"");
+    st = cd_json_read_options(obj, ball_fields, sizeof ball_fields / sizeof ball_fields[0], &p,
+                              NULL, err);
+    if (st != CD_OK)
+        return st;
+    if (cd_mesh_ball(p.center, p.radius, (uint32_t)p.resolution, mesh) != CD_OK)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "center: the ball reaches outside the world box");
+    return CD_OK;
 }
 
 cd_status cd_parse_softbody(const cJSON *obj, const cd_limits *lim, cd_request *req,

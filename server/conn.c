@@ -224,8 +224,33 @@ static void free_event_slots(cd_conn *conn)
     conn->event_slot_count = 0;
 }
 
+/* The reply to the request being answered carries its warnings (unknown
+ * members); there is one reply per request, so they go with the first. */
+static void add_warnings(cd_conn *conn, cJSON *reply)
+{
+    if (conn->warnings == NULL)
+        return;
+    if (reply == NULL || !cJSON_AddItemToObject(reply, "warnings", conn->warnings))
+        cJSON_Delete(conn->warnings);
+    conn->warnings = NULL;
+}
+
+static void drop_warnings(cd_conn *conn)
+{
+    cJSON_Delete(conn->warnings);
+    conn->warnings = NULL;
+}
+
+char *cd_conn_take_warnings(cd_conn *conn)
+{
+    char *text = conn->warnings != NULL ? cJSON_PrintUnformatted(conn->warnings) : NULL;
+    drop_warnings(conn);
+    return text;
+}
+
 void cd_conn_send_reply(cd_conn *conn, cJSON *reply)
 {
+    add_warnings(conn, reply);
     size_t len = 0;
     char *line = cd_reply_print(reply, &len);
     cd_conn_send_line(conn, line, len);
@@ -236,8 +261,10 @@ void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err)
     if (conn->sink)
         return;
     cd_metrics_error(conn, err);
+    cJSON *reply = cd_reply_error(id, err);
+    add_warnings(conn, reply);
     size_t len = 0;
-    char *line = cd_reply_error_line(id, err, &len);
+    char *line = cd_reply_print(reply, &len);
     cd_conn_send_line(conn, line, len);
 }
 
@@ -489,6 +516,7 @@ static void fail_limit(cd_conn *conn, const char *message)
     cd_error err;
     cd_fail(&err, CD_E_LIMIT_EXCEEDED, "%s", message);
     cd_metrics_command(conn, CD_CMD_COUNT); /* not a request's error */
+    drop_warnings(conn);
     cd_conn_send_error(conn, NULL, &err);
     cd_conn_close_after_writes(conn);
 }
@@ -499,6 +527,7 @@ static void fail_line_too_long(cd_conn *conn)
     cd_fail(&err, CD_E_LINE_TOO_LONG, "line: longer than the limit of %zu bytes",
             conn->server->opts.max_line);
     cd_metrics_command(conn, CD_CMD_COUNT); /* not a request's error */
+    drop_warnings(conn);
     cd_conn_send_error(conn, NULL, &err);
     cd_conn_close_after_writes(conn);
 }
@@ -538,13 +567,19 @@ static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
         return CD_DISPATCH_DONE;
     cd_request req;
     cd_error err;
+    drop_warnings(conn); /* the last request's reply has gone */
     cd_status parsed = cd_request_parse(line, len, &conn->server->limits, &req, &err);
     cd_metrics_command(conn, req.cmd);
+    /* Unknown members (PROTOCOL.md "Unknown members"): warnings in the
+     * reply, or on a strict connection the request's error. */
+    if (parsed == CD_OK && conn->strict && req.unknown_count > 0)
+        parsed = cd_fail_unknown_member(&err, &req);
     if (parsed != CD_OK) {
         cd_conn_send_error(conn, req.id, &err);
         cd_request_free(&req);
         return CD_DISPATCH_DONE;
     }
+    conn->warnings = cd_request_warnings(&req);
     if (!keep_message(conn, &req, line, len))
         return CD_DISPATCH_DONE;
     cd_dispatch_result r = cd_dispatch(conn, &req);
@@ -562,6 +597,7 @@ static cd_dispatch_result run_binary(cd_conn *conn, const unsigned char *msg, si
 {
     cd_request req;
     cd_error err;
+    drop_warnings(conn);
     cd_status parsed = cd_binary_request_parse(msg, len, &conn->server->limits, &req, &err);
     cd_metrics_command(conn, req.cmd);
     if (parsed != CD_OK) {
@@ -593,6 +629,7 @@ static size_t binary_message(cd_conn *conn, size_t start)
         cd_error err;
         cd_fail(&err, CD_E_PARSE_ERROR, "binary request: bad magic (0x89 'C' 'L' 'R')");
         cd_metrics_command(conn, CD_CMD_COUNT);
+        drop_warnings(conn);
         cd_conn_send_error(conn, NULL, &err);
         cd_conn_close_after_writes(conn);
         return SIZE_MAX;
@@ -811,6 +848,7 @@ static void on_close(uv_handle_t *handle)
         conn->next->prev = conn->prev;
     if (conn->has_deferred)
         cd_request_free(&conn->deferred);
+    drop_warnings(conn);
     free(conn->in);
     free(conn->slots);
     free(conn->gather);

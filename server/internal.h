@@ -124,6 +124,11 @@ struct cd_conn {
 
     cd_access_level access;
     uint32_t auth_failures; /* bad tokens presented */
+    /* hello {"strict":true}: an unknown member is an error, not a warning */
+    bool strict;
+    /* The "warnings" of the request being answered (owned; NULL: none):
+     * its reply carries them, whenever it is sent (a step's comes later). */
+    cJSON *warnings;
     bool closing;  /* uv_close called; freed in its callback */
     bool sink;     /* replay's stand-in (recording.c): replies are dropped, no socket */
 
@@ -197,6 +202,10 @@ struct cd_server {
 void cd_conn_accept(cd_server *server);
 /* Queues a reply line; `line` is taken over (freed with free()). */
 void cd_conn_send_line(cd_conn *conn, char *line, size_t len);
+/* The warnings of the request being answered, printed as a JSON array
+ * (free() it), for a reply built by hand (step's); NULL when none. They
+ * are gone from the connection afterwards. */
+char *cd_conn_take_warnings(cd_conn *conn);
 void cd_conn_send_reply(cd_conn *conn, cJSON *reply); /* deletes reply */
 void cd_conn_send_error(cd_conn *conn, const cJSON *id, const cd_error *err);
 /* Sends `frame` (gathered: written with the connection's other frames of

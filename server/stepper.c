@@ -592,7 +592,8 @@ static void line_budget(cd_line *line, const cd_batch *batch)
 /* {"id":…,"ok":true,"unstable":[…],"sleeping":[…],"stepped":N,"impulses":[…]}
  * and its newline: the members in the order the cJSON version printed; then
  * the budget's when one applied. */
-static char *step_reply(const cd_batch *batch, size_t *len)
+/* `warnings`: the request's, printed (NULL: none). */
+static char *step_reply(const cd_batch *batch, const char *warnings, size_t *len)
 {
     cd_line line = {.text = malloc(256), .cap = 256};
     if (line.text == NULL)
@@ -618,6 +619,10 @@ static char *step_reply(const cd_batch *batch, size_t *len)
     line_torn(&line, batch);
     if (batch->budget_ms > 0.0f)
         line_budget(&line, batch);
+    if (warnings != NULL) {
+        LINE_LITERAL(&line, ",\"warnings\":");
+        line_put(&line, warnings, strlen(warnings));
+    }
     LINE_LITERAL(&line, "}\n");
     if (line.failed) {
         free(line.text);
@@ -647,7 +652,9 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     cd_conn *conn = batch->conn;
     if (conn != NULL) {
         size_t len = 0;
-        char *line = step_reply(batch, &len);
+        char *warnings = cd_conn_take_warnings(conn);
+        char *line = step_reply(batch, warnings, &len);
+        free(warnings);
         conn->own_batch = NULL;
         conn->resume = true;
         cd_conn_send_line(conn, line, len); /* NULL (out of memory) closes */
