@@ -64,21 +64,25 @@ class CreateTest(ServerTestCase):
         self.assertEqual(r["particles"], 18)
         self.assertEqual(r["constraints"], constraint_count(6, 3))
 
-    def test_a_misspelt_option_should_be_refused_naming_it(self):
+    def test_a_misspelt_option_should_be_a_warning_naming_it(self):
         # Issue 12: accepted, it did nothing, and the cloth only looked wrong.
-        for line, message in (
+        # It still runs (forward compatibility: PROTOCOL.md "Unknown
+        # members"), and the reply says what was not read.
+        for line, warning in (
                 ('{"cmd":"create","stretchComplience":0.001}',
-                 'stretchComplience: unknown member (did you mean "stretchCompliance"?)'),
-                ('{"cmd":"create","widht":4}', 'widht: unknown member (did you mean "width"?)'),
+                 'unknown member "stretchComplience" (did you mean "stretchCompliance"?)'),
+                ('{"cmd":"create","widht":4}', 'unknown member "widht" (did you mean "width"?)'),
                 ('{"cmd":"create","type":"softbody","shape":"ball","raduis":0.2}',
-                 'raduis: unknown member (did you mean "radius"?)'),
-                ('{"cmd":"create","futureField":{"x":1}}', 'futureField: unknown member')):
+                 'unknown member "raduis" (did you mean "radius"?)'),
+                ('{"cmd":"create","futureField":{"x":1}}', 'unknown member "futureField"')):
             reply = send_line(self.c, line)
-            assert_error(self, reply, "invalid_argument", message=message)
+            self.assertIs(reply["ok"], True, reply)
+            self.assertEqual(reply["warnings"], [warning])
+            self.c.destroy(reply["instance"])
         cid = self.c.create_cloth(width=3, height=3)
         reply = send_line(self.c, '{"cmd":"set","instance":%d,"sleepTreshold":0}' % cid)
-        assert_error(self, reply, "invalid_argument",
-                     message='sleepTreshold: unknown member (did you mean "sleepThreshold"?)')
+        self.assertEqual(reply, {"ok": True, "warnings": [
+            'unknown member "sleepTreshold" (did you mean "sleepThreshold"?)']})
         self.c.destroy(cid)
 
     def test_destroy_should_remove_the_instance_from_status(self):

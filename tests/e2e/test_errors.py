@@ -30,7 +30,8 @@ class ErrorsTest(ServerTestCase):
         self.check({"cmd": None}, "invalid_argument", "cmd")
 
     def test_unknown_command_should_name_it(self):
-        self.check({"cmd": "fly"}, "unknown_command", message='unknown command "fly"')
+        self.check({"cmd": "fly"}, "unknown_command",
+                   message='unknown command "fly" (hello lists the commands)')
         self.check({"cmd": "creat"}, "unknown_command",
                    message='unknown command "creat" (did you mean "create"?)')
         self.check({"cmd": "Create"}, "unknown_command")
