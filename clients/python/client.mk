@@ -7,8 +7,9 @@
 
 .PHONY: python-test
 CLIENT_TESTS += python-test
-# venv + ensurepip for Debian's python3; numpy for Frame.array's tests.
-DEB_TEST += python3-venv python3-numpy
+# venv + ensurepip for Debian's python3; numpy for Frame.array's tests;
+# mypy to check that the installed package's hints are read (py.typed).
+DEB_TEST += python3-venv python3-numpy mypy
 
 python-test: $(BUILD)/clothd
 	python3 clients/python/tests/check_package.py --clothd $(BUILD)/clothd

@@ -38,7 +38,21 @@ goes away for a moment.
 
 Errors from the server raise :class:`ClothdError` with the wire's stable
 ``code`` (``invalid_argument``, ``not_found``, ...) and its ``message``;
-``unauthorized`` raises its subclass :class:`Unauthorized`.
+each code has its subclass (:class:`NotFound`, :class:`InvalidArgument`,
+... :class:`Unauthorized`), so ``except clothd.NotFound`` catches one
+code and ``except clothd.ClothdError`` every one, as redis-py's
+exceptions do. A connection that cannot be opened raises the
+:class:`OSError` it got (``ConnectionRefusedError``, ...) with the
+address in its message: ``cannot connect to clothd at 127.0.0.1:7878:
+Connection refused``.
+
+Warnings: a member the server does not read (a misspelt option, a field
+newer than the server) is not refused; the reply names it in
+``"warnings"``, which the client hands to :func:`warnings.warn` as a
+:class:`ClothdWarning` (``warnings.simplefilter("error", ClothdWarning)``
+makes them errors; ``Client(strict=True)`` asks the server to refuse such
+requests instead, as ``InvalidArgument``). ``client.last_warnings`` holds
+the last reply's.
 
 Tokens: a server started with ``--token-file`` answers nothing but ``auth``
 until a connection presents its token. ``Client(token=...)`` (or, when
@@ -69,6 +83,7 @@ import struct
 import sys
 import threading
 import time as _time
+import warnings as _warnings
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -86,9 +101,18 @@ __all__ = [
     "Client",
     "Subscriber",
     "ClothdError",
+    "ClothdWarning",
+    "ParseError",
+    "UnknownCommand",
+    "InvalidArgument",
+    "NotFound",
+    "LimitExceeded",
+    "LineTooLong",
+    "InternalError",
+    "Unauthorized",
+    "ERROR_CLASSES",
     "ProtocolError",
     "ConnectionClosed",
-    "Unauthorized",
     "Frame",
     "InstanceState",
     "decode_frame",
@@ -112,9 +136,6 @@ DEFAULT_PORT = 7878
 #: The environment variable a Client takes its token from when given none.
 TOKEN_ENV = "CLOTHD_TOKEN"
 
-#: The wire's stable error codes (PROTOCOL.md, Errors).
-ERROR_CODES = ("parse_error", "unknown_command", "invalid_argument", "not_found",
-               "limit_exceeded", "line_too_long", "internal", "unauthorized")
 
 #: First four bytes of every frame.
 FRAME_MAGIC = b"\x89CLF"
@@ -150,19 +171,69 @@ _RECV_CHUNK = 1 << 16
 class ClothdError(Exception):
     """An error reply from the server (``{"ok":false,"error":{...}}``).
 
-    ``code`` is one of the wire's stable codes (:data:`ERROR_CODES`):
-    ``parse_error``, ``unknown_command``, ``invalid_argument``,
-    ``not_found``, ``limit_exceeded``, ``line_too_long``, ``internal``,
-    ``unauthorized`` (raised as :class:`Unauthorized`).
+    ``code`` is one of the wire's stable codes (:data:`ERROR_CODES`), and
+    the exception raised is that code's subclass (:data:`ERROR_CLASSES`):
+    ``parse_error`` :class:`ParseError`, ``unknown_command``
+    :class:`UnknownCommand`, ``invalid_argument`` :class:`InvalidArgument`,
+    ``not_found`` :class:`NotFound`, ``limit_exceeded``
+    :class:`LimitExceeded`, ``line_too_long`` :class:`LineTooLong`,
+    ``internal`` :class:`InternalError`, ``unauthorized``
+    :class:`Unauthorized`; a code this client does not know (a newer
+    server's) raises ClothdError itself.
     ``message`` names the offending field first (``"width: must be ..."``).
     ``reply`` is the whole decoded reply, when there was one.
     """
+
+    #: The wire code of the subclass (None: any).
+    code_name: Optional[str] = None
 
     def __init__(self, code: str, message: str, reply: Optional[Dict[str, Any]] = None):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.reply = reply
+
+
+# One subclass per stable code (PROTOCOL.md, Errors; solver/errors.h): the
+# one list of them, which ERROR_CODES and ERROR_CLASSES are read from.
+
+
+class ParseError(ClothdError):
+    """``parse_error``: the line was not a JSON object (or broke strict input)."""
+    code_name = "parse_error"
+
+
+class UnknownCommand(ClothdError):
+    """``unknown_command``: ``cmd`` names no command of this server."""
+    code_name = "unknown_command"
+
+
+class InvalidArgument(ClothdError):
+    """``invalid_argument``: a field is missing, of the wrong type, out of
+    range, not one of its names; on a strict connection, an unknown member."""
+    code_name = "invalid_argument"
+
+
+class NotFound(ClothdError):
+    """``not_found``: no such instance, collider or transform."""
+    code_name = "not_found"
+
+
+class LimitExceeded(ClothdError):
+    """``limit_exceeded``: a configured limit (particles, instances, step
+    work, colliders, list entries, connections)."""
+    code_name = "limit_exceeded"
+
+
+class LineTooLong(ClothdError):
+    """``line_too_long``: a request over ``--max-line``; the server closes."""
+    code_name = "line_too_long"
+
+
+class InternalError(ClothdError):
+    """``internal``: out of memory or a file the server could not write;
+    the request had no effect."""
+    code_name = "internal"
 
 
 class Unauthorized(ClothdError):
@@ -173,13 +244,56 @@ class Unauthorized(ClothdError):
     not allowed with the read-only token'``). A subclass of
     :class:`ClothdError`, so code that catches that still catches this.
     """
+    code_name = "unauthorized"
+
+
+#: The wire's stable error codes (PROTOCOL.md, Errors) -> their exception.
+ERROR_CLASSES: Dict[str, type] = {cls.code_name: cls for cls in (
+    ParseError, UnknownCommand, InvalidArgument, NotFound, LimitExceeded, LineTooLong,
+    InternalError, Unauthorized)}
+#: The wire's stable error codes, in PROTOCOL.md's order.
+ERROR_CODES = tuple(ERROR_CLASSES)
 
 
 def _error(code: str, message: str, reply: Optional[Dict[str, Any]] = None) -> ClothdError:
-    """The exception for an error reply: :class:`Unauthorized` for
-    ``unauthorized``, :class:`ClothdError` for every other code."""
-    cls = Unauthorized if code == "unauthorized" else ClothdError
+    """The exception for an error reply: its code's class, or
+    :class:`ClothdError` for a code this client does not know."""
+    cls = ERROR_CLASSES.get(code, ClothdError)
     return cls(code, message, reply)
+
+
+class ClothdWarning(UserWarning):
+    """A reply's warning: a member the server did not read (PROTOCOL.md,
+    "Unknown members"), such as ``unknown member "widht" (did you mean
+    "width"?)``. Issued with :func:`warnings.warn`."""
+
+
+def _endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _connect_error(e: OSError, host: str, port: int) -> OSError:
+    """The same kind of error (ConnectionRefusedError, TimeoutError, ...)
+    with the address in its message."""
+    what = e.strerror or str(e) or type(e).__name__
+    message = f"cannot connect to clothd at {_endpoint(host, port)}: {what}"
+    try:
+        err = type(e)(e.errno, message) if e.errno is not None else type(e)(message)
+    except TypeError:  # an OSError subclass with another constructor
+        err = OSError(e.errno, message)
+    return err
+
+
+def _warn(texts: List[str]) -> None:
+    """warnings.warn each text, attributed to the first caller outside this
+    module (the user's line that made the request)."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    for text in texts:
+        _warnings.warn(f"clothd: {text}", ClothdWarning, stacklevel=level)
 
 
 class ProtocolError(ClothdError):
@@ -646,7 +760,13 @@ class Client:
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  timeout: Optional[float] = 10.0, *, rcvbuf: Optional[int] = None,
                  frame_backlog: int = DEFAULT_FRAME_BACKLOG, reconnect: bool = False,
-                 reconnect_timeout: float = 10.0, token: Optional[str] = None):
+                 reconnect_timeout: float = 10.0, token: Optional[str] = None,
+                 strict: bool = False):
+        #: Ask the server to refuse requests with unknown members
+        #: (``hello {"strict":true}`` on every connection).
+        self.strict = strict
+        #: The "warnings" of the last reply (empty when it had none).
+        self.last_warnings: List[str] = []
         if token is None:
             token = os.environ.get(TOKEN_ENV) or None
         #: The token sent with ``auth`` on every connection (None: none sent).
@@ -695,17 +815,22 @@ class Client:
             sock.settimeout(self.timeout)
             sock.connect((self.host, self.port))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as e:
+            sock.close()
+            raise _connect_error(e, self.host, self.port) from e
         except BaseException:
             sock.close()
             raise
         self._sock = sock
         self.access = None
-        if self.token is not None:
-            try:
+        try:
+            if self.token is not None:
                 self.access = str(self._request_once("auth", token=self.token).get("access"))
-            except BaseException:
-                self._drop()
-                raise
+            if self.strict:
+                self._request_once("hello", strict=True)
+        except BaseException:
+            self._drop()
+            raise
         return self
 
     def close(self) -> None:
@@ -887,6 +1012,10 @@ class Client:
     def _check(self, rid: int, reply: Dict[str, Any]) -> Dict[str, Any]:
         if reply.get("id") != rid:
             raise ProtocolError(f"reply: expected id {rid}, got {reply.get('id')!r}: {reply!r}")
+        found = reply.get("warnings")
+        self.last_warnings = [str(w) for w in found] if isinstance(found, list) else []
+        if self.last_warnings:
+            _warn(self.last_warnings)
         if reply.get("ok") is not True:
             err = reply.get("error") or {}
             raise _error(str(err.get("code", "internal")), str(err.get("message", "")), reply)
@@ -1429,6 +1558,18 @@ class Client:
         if reply.get("pong") is not True:
             raise ProtocolError(f"ping: expected \"pong\": true, got {reply!r}")
         return _time.monotonic() - t0
+
+    def hello(self, strict: Optional[bool] = None) -> Dict[str, Any]:
+        """The handshake: ``server``, ``version``, ``protocol`` (1),
+        ``commands`` (every command the server knows) and ``strict``.
+        ``strict=True`` makes the server refuse, on this connection, a
+        request with a member it does not read (:class:`InvalidArgument`)
+        instead of warning; the client then asks again on every
+        reconnection. ``False`` turns it back."""
+        reply = self.request("hello", strict=strict)
+        if strict is not None:
+            self.strict = bool(strict)
+        return reply
 
     def stats(self) -> Dict[str, Any]:
         """The server's counters since it started (the ``stats`` reply):

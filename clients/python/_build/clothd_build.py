@@ -7,7 +7,10 @@ through ``backend-path``, so ``requires = []`` and the install never touches
 an index (``pip install --no-index ./clients/python`` works).
 
 It writes a pure-Python wheel (``py3-none-any``) by hand with :mod:`zipfile`:
-the modules listed in ``[tool.clothd-build] py-modules``, and a
+the modules listed in ``[tool.clothd-build] py-modules``; those of
+``package-modules`` as packages (``clothd.py`` as ``clothd/__init__.py``)
+holding the files of ``package-data`` (``py.typed``: a lone module cannot
+carry the PEP 561 marker); and a
 ``.dist-info`` with METADATA (from ``[project]``), WHEEL, entry_points.txt
 (``[project.scripts]``), top_level.txt and RECORD. ``build_sdist`` writes a
 ``.tar.gz`` of the sources; ``build_editable`` a wheel whose ``.pth`` file
@@ -25,7 +28,7 @@ import re
 import tarfile
 import time
 import zipfile
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,12 +80,22 @@ def _pyproject() -> Dict[str, Any]:
 
 
 def _project() -> Tuple[Dict[str, Any], List[str]]:
+    """[project], and every top-level name shipped (modules and packages)."""
+    project, modules, packages, _data = _layout()
+    return project, modules + packages
+
+
+def _layout() -> Tuple[Dict[str, Any], List[str], List[str], List[str]]:
+    """[project], the plain modules, the modules shipped as packages, and
+    the package data each of those carries."""
     data = _pyproject()
     project = data["project"]
-    modules = data.get("tool", {}).get("clothd-build", {}).get("py-modules", [])
-    if not modules:
-        raise ValueError("pyproject.toml: [tool.clothd-build] py-modules is empty")
-    return project, list(modules)
+    build = data.get("tool", {}).get("clothd-build", {})
+    modules = list(build.get("py-modules", []))
+    packages = list(build.get("package-modules", []))
+    if not modules and not packages:
+        raise ValueError("pyproject.toml: [tool.clothd-build] ships no module")
+    return project, modules, packages, list(build.get("package-data", []))
 
 
 def _dist_name(project: Dict[str, Any]) -> str:
@@ -161,11 +174,17 @@ def _write_wheel(wheel_directory: str, files: List[Tuple[str, bytes]], project: 
     return wheel_name
 
 
-def _module_files(modules: List[str]) -> List[Tuple[str, bytes]]:
-    out = []
-    for mod in modules:
-        with open(os.path.join(ROOT, mod + ".py"), "rb") as f:
-            out.append((mod + ".py", f.read()))
+def _read(name: str) -> bytes:
+    with open(os.path.join(ROOT, name), "rb") as f:
+        return f.read()
+
+
+def _module_files(modules: Sequence[str], packages: Sequence[str] = (),
+                  package_data: Sequence[str] = ()) -> List[Tuple[str, bytes]]:
+    out = [(mod + ".py", _read(mod + ".py")) for mod in modules]
+    for pkg in packages:
+        out.append((f"{pkg}/__init__.py", _read(pkg + ".py")))
+        out.extend((f"{pkg}/{name}", _read(name)) for name in package_data)
     return out
 
 
@@ -208,8 +227,9 @@ prepare_metadata_for_build_editable = prepare_metadata_for_build_wheel
 
 def build_wheel(wheel_directory: str, config_settings: Optional[Dict[str, Any]] = None,
                 metadata_directory: Optional[str] = None) -> str:
-    project, modules = _project()
-    return _write_wheel(wheel_directory, _module_files(modules), project, modules)
+    project, modules, packages, package_data = _layout()
+    return _write_wheel(wheel_directory, _module_files(modules, packages, package_data), project,
+                        modules + packages)
 
 
 def build_editable(wheel_directory: str, config_settings: Optional[Dict[str, Any]] = None,
@@ -221,9 +241,9 @@ def build_editable(wheel_directory: str, config_settings: Optional[Dict[str, Any
 
 
 def build_sdist(sdist_directory: str, config_settings: Optional[Dict[str, Any]] = None) -> str:
-    project, modules = _project()
+    project, modules, packages, package_data = _layout()
     base = f"{_dist_name(project)}-{project['version']}"
-    names = [m + ".py" for m in modules] + SDIST_EXTRA
+    names = [m + ".py" for m in modules + packages] + package_data + SDIST_EXTRA
     pkg_info = _metadata(project).encode()
     os.makedirs(sdist_directory, exist_ok=True)
     path = os.path.join(sdist_directory, base + ".tar.gz")

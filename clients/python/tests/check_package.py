@@ -12,7 +12,10 @@
    (status, create, step, get, exit code 3 without a server), and to one
    started with --token-file (ping with --token-file, exit 1 without);
 4. tests/e2e/test_client_numpy.py runs with an interpreter that has numpy
-   (this one, else Debian's /usr/bin/python3), so Frame.array is covered.
+   (this one, else Debian's /usr/bin/python3), so Frame.array is covered;
+5. the wheel ships clothd as a package with its py.typed marker (PEP 561),
+   and mypy (Debian's, when installed) reads the installed hints: a
+   correct use checks clean, a wrong one is caught.
 
 Ends with one line: "python-test: N passed, M failed".
 """
@@ -81,6 +84,51 @@ print(len(vectors), clothd.__version__)
 """
 
 
+TYPED_OK = """
+import clothd
+with clothd.Client("127.0.0.1", 7878) as c:
+    cloth: int = c.create_cloth(width=4, height=4)
+    state: clothd.InstanceState = c.get(cloth)
+    n: int = state.count
+try:
+    c.get(1)
+except clothd.NotFound as e:
+    code: str = e.code
+"""
+TYPED_WRONG = """
+import clothd
+c = clothd.Client()
+name: str = c.create_cloth(width=4, height=4)
+"""
+
+
+def check_typed(py: str, tmp: str) -> None:
+    """The installed package is typed: py.typed beside clothd/__init__.py,
+    listed in the wheel's RECORD, and read by mypy when there is one."""
+    out = run([py, "-c", "import clothd, os; print(os.path.dirname(clothd.__file__))"], cwd=tmp)
+    pkg = out.stdout.strip()
+    check("installed clothd is a package with py.typed",
+          out.returncode == 0 and os.path.isfile(os.path.join(pkg, "py.typed")), out.stdout + out.stderr)
+    records = [os.path.join(os.path.dirname(pkg), d, "RECORD") for d in os.listdir(os.path.dirname(pkg))
+               if d.startswith("clothd-") and d.endswith(".dist-info")]
+    listed = bool(records) and "clothd/py.typed," in open(records[0]).read()
+    check("the wheel's RECORD lists clothd/py.typed", listed, str(records))
+    mypy = shutil.which("mypy")
+    if mypy is None:
+        print("skip mypy: not installed (apt-get install mypy)")
+        return
+    for name, text in (("typed_ok.py", TYPED_OK), ("typed_wrong.py", TYPED_WRONG)):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+    base = [mypy, "--python-executable", py, "--no-incremental", "--cache-dir", os.path.join(tmp, "mypy")]
+    out = run(base + ["typed_ok.py"], cwd=tmp)
+    check("mypy reads the installed hints (a correct use)", out.returncode == 0, out.stdout + out.stderr)
+    out = run(base + ["typed_wrong.py"], cwd=tmp)
+    check("mypy catches a wrong use through the installed hints",
+          out.returncode == 1 and 'has type "int", variable has type "str"' in out.stdout,
+          out.stdout + out.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clothd", default=os.path.join(REPO, "build", "clothd"))
@@ -144,6 +192,8 @@ def main() -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+        check_typed(py, tmp)
 
         npy = numpy_python()
         if npy is None:
