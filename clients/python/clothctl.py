@@ -2,35 +2,31 @@
 """clothctl — the console of a running clothd.
 
     clothctl [--host H] [--port P] [--token-file PATH] [--json] [--timeout S] COMMAND [ARGS]
+    clothctl [-i]                   an interactive session (prompt, history, help)
+    clothctl --version              this console's version and the server's
 
-    status                      the server's "=== Cloth Simulation ===" block
-    ping                        check that clothd answers (prints the round trip)
-    stats                       the server's counters: connections, instances, steps, errors
-    wind [X Y Z] [--instance I] show the global wind, or set it (or instance I's)
-    debug [on|off]              show or set the viewers' debug overlay
-    create [--width W --height H --spacing S --mass M --stiffness K
-            --bend-stiffness B --damping D --origin X Y Z --solver-iterations N
-            --right X Y Z --down X Y Z --gravity X Y Z]
-                                create a cloth; prints its id
-    create --type softbody --shape ball [--radius R --resolution N --center X Y Z]
-                                create a soft ball
-    destroy INSTANCE            destroy an instance
-    pin INSTANCE PARTICLE [X Y Z]   pin a particle where it is, or at X Y Z
-    unpin INSTANCE PARTICLE     release a pinned particle
-    gravity INSTANCE X Y Z      set an instance's gravity
-    enable INSTANCE [on|off]    enable (default) or disable stepping
-    step [--dt S] [--count N] [--instance I ...] [--budget-ms MS]
-                                step every (or the listed) instance N times
-    get INSTANCE [--positions]  an instance's state (all positions with --positions)
-    watch [INSTANCE ...] [--count N] [--every K] [--quantize]
-                                print one line per frame received
+`clothctl help` lists the commands and `clothctl help COMMAND` tells one:
+both read the one table of subcommands (build_parser), which the
+one-shot command line and the interactive session share. Among them:
+status, ping, stats, create, set, destroy, pin, unpin, gravity, wind,
+add-collider / move-collider / remove-collider (every collider type),
+step, get, watch, save / load, record / replay, debug, and `raw '{json}'`,
+which sends one request line as it is and prints the reply line.
+
+Interactive: with no COMMAND on a terminal (or with -i), clothctl shows a
+prompt naming the server (`127.0.0.1:7878> `) and runs one command a line
+on one connection; `help`, `help COMMAND`, `quit` (or Ctrl-D). Lines are
+kept with readline in ~/.clothctl_history ($CLOTHCTL_HISTFILE overrides
+it). With no COMMAND and standard input not a terminal, the lines of the
+input are run one by one without a prompt (`clothctl < script`).
 
 The address comes from --host/--port, else CLOTHD_HOST/CLOTHD_PORT, else
 127.0.0.1:7878. --json prints the server's raw JSON reply lines instead of
-text (one per request).
+text (one per request). A member the server did not read (a misspelt
+`set` option) is run past and named on stderr as a warning.
 
-Token: a clothd started with --token-file answers nothing but `auth` until
-the connection presents its token. --token-file PATH reads the token from
+Token: a clothd started with --token-file answers nothing but `auth`
+until the connection presents its token. --token-file PATH reads the token from
 the file's first line (a trailing CR/LF dropped); without it the
 environment variable CLOTHD_TOKEN is used if set. Every command
 authenticates first; with the read-only token, commands that change the
@@ -49,14 +45,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import struct
 import sys
-from typing import Any, List, Optional, Sequence
+import warnings
+from typing import Any, Dict, List, Optional, Sequence
 
 # Run as a script, Python puts this folder (where clothd.py is) on sys.path;
 # installed, both modules sit side by side in site-packages.
-from clothd import (DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, Client, ClothdError, Frame, ProtocolError,
-                    Subscriber, Unauthorized)
+from clothd import (DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, Client, ClothdError, ClothdWarning, Frame,
+                    ProtocolError, Subscriber, Unauthorized, UnknownCommand, __version__)
 
 EXIT_OK = 0
 EXIT_SERVER_ERROR = 1
@@ -64,8 +62,20 @@ EXIT_USAGE = 2
 EXIT_CONNECT = 3
 
 
+#: Where the interactive session keeps its lines (readline's history).
+HISTORY_ENV = "CLOTHCTL_HISTFILE"
+HISTORY_FILE = "~/.clothctl_history"
+HISTORY_LENGTH = 1000
+#: Words of the interactive session that are not commands.
+QUIT_WORDS = ("quit", "exit")
+
+
 class UsageError(Exception):
     """Bad command-line arguments found after argparse (exit code 2)."""
+
+
+class AnsweredError(Exception):
+    """The server's error reply was printed as it came (`raw`): exit 1."""
 
 
 class StdoutClosed(Exception):
@@ -110,10 +120,44 @@ def journal_name(name: str) -> str:
     return name[:-4] if name.endswith(".cdj") else name
 
 
+def option_value(text: str) -> Any:
+    """A `set` value as typed: JSON when it reads as JSON (0.5, true,
+    [0,1,0], null, "x"), numbers separated by commas or spaces as a list
+    (0,1,0), anything else as a string (aero)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    parts = text.replace(",", " ").split()
+    if len(parts) > 1:
+        try:
+            return [float(x) for x in parts]
+        except ValueError:
+            pass
+    return text
+
+
+def camel(name: str) -> str:
+    """bend_stiffness and bend-stiffness -> bendStiffness (camelCase stays)."""
+    head, *rest = name.replace("-", "_").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def collider_fields(args: argparse.Namespace, names: Sequence[str]) -> Dict[str, Any]:
+    """The collider options given on the command line, by wire name."""
+    return {camel(n): getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+# add-collider's options (wire names in snake_case); move-collider takes the first three.
+COLLIDER_OPTIONS = ("position", "normal", "rotation", "radius", "radius2", "height", "half_extents",
+                    "friction", "static_friction", "coupling", "attachment")
+
+
 class Console:
-    def __init__(self, client: Client, as_json: bool):
+    def __init__(self, client: Client, as_json: bool, parser: Optional[argparse.ArgumentParser] = None):
         self.c = client
         self.as_json = as_json
+        self.parser = parser
 
     def out(self, text: str, end: str = "\n") -> None:
         try:
@@ -122,21 +166,75 @@ class Console:
         except BrokenPipeError:
             raise StdoutClosed() from None
 
-    def raw(self) -> None:
+    def print_reply(self) -> None:
         """Prints the reply line just received, as the server sent it."""
         self.out(self.c.last_line.decode("utf-8", "replace"))
+
+    def help(self, args: argparse.Namespace) -> None:
+        """`help`: every command with its line; `help COMMAND`: its usage."""
+        assert self.parser is not None
+        self.out(command_help(self.parser, args.topic))
+
+    def raw(self, args: argparse.Namespace) -> None:
+        """`raw '{json}'`: the line as it is; the reply line as it came."""
+        line = args.line.strip()
+        if not line or "\n" in line:
+            raise UsageError("raw: give one JSON request on one line")
+        self.c.send_raw(line.encode() + b"\n")
+        reply = self.c.read_reply()
+        self.print_reply()
+        if reply.get("ok") is False:
+            raise AnsweredError()
+
+    def set(self, args: argparse.Namespace) -> None:
+        fields: Dict[str, Any] = {}
+        for pair in args.pairs:
+            name, sep, value = pair.partition("=")
+            if not sep or not name:
+                raise UsageError(f"set: give name=value, not {pair!r}")
+            fields[camel(name)] = option_value(value)
+        self.c.request_as_is("set", {"instance": args.instance, **fields})
+        if self.as_json:
+            return self.print_reply()
+        # What the server did not read is on stderr (a warning), not "set".
+        unread = {name for name in fields if any(f'"{name}"' in w for w in self.c.last_warnings)}
+        done = [name for name in fields if name not in unread]
+        self.out(f"instance {args.instance}: set {', '.join(done) or 'nothing'}")
+
+    def add_collider(self, args: argparse.Namespace) -> None:
+        fields = collider_fields(args, COLLIDER_OPTIONS)
+        reply = self.c.request_as_is("addCollider", {"instance": args.instance, "type": args.type, **fields})
+        if self.as_json:
+            return self.print_reply()
+        self.out(f"collider {reply['collider']} on instance {args.instance}: {args.type}")
+
+    def move_collider(self, args: argparse.Namespace) -> None:
+        fields = collider_fields(args, COLLIDER_OPTIONS[:3])
+        if not fields:
+            raise UsageError("move-collider: give --position, --normal or --rotation")
+        self.c.request_as_is("moveCollider", {"instance": args.instance, "collider": args.collider, **fields})
+        if self.as_json:
+            return self.print_reply()
+        what = ", ".join(f"{k} {vec(v)}" for k, v in fields.items())
+        self.out(f"collider {args.collider} on instance {args.instance}: {what}")
+
+    def remove_collider(self, args: argparse.Namespace) -> None:
+        self.c.remove_collider(args.instance, args.collider)
+        if self.as_json:
+            return self.print_reply()
+        self.out(f"removed collider {args.collider} from instance {args.instance}")
 
     def ping(self, args: argparse.Namespace) -> None:
         seconds = self.c.ping()
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         access = f" ({self.c.access} access)" if self.c.access else ""
         self.out(f"pong from {self.c.host}:{self.c.port} in {seconds * 1000:.1f} ms{access}")
 
     def stats(self, args: argparse.Namespace) -> None:
         r = self.c.stats()
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         conns, inst, steps, sent = r["connections"], r["instances"], r["steps"], r["sent"]
 
         def nonzero(counts: dict) -> str:
@@ -160,7 +258,7 @@ class Console:
     def status(self, args: argparse.Namespace) -> None:
         reply = self.c.status()
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(reply.get("text", ""), end="")
 
     def wind(self, args: argparse.Namespace) -> None:
@@ -169,12 +267,12 @@ class Console:
                 raise UsageError("wind --instance needs X Y Z (only the global wind can be shown)")
             reply = self.c.status()
             if self.as_json:
-                return self.raw()
+                return self.print_reply()
             self.out(f"global wind: {vec(reply.get('globalWind') or [0, 0, 0])}")
             return
         stored = self.c.wind(args.xyz, instance=args.instance)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         who = "global wind" if args.instance is None else f"wind of instance {args.instance}"
         self.out(f"{who}: {vec(stored)}")
 
@@ -182,7 +280,7 @@ class Console:
         enabled = None if args.state is None else on_off(args.state)
         now = self.c.debug(enabled)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"debug overlay: {'on' if now else 'off'}")
 
     def create(self, args: argparse.Namespace) -> None:
@@ -191,39 +289,39 @@ class Console:
             "solver_iterations", "right", "down", "gravity", "shape", "radius", "resolution", "center")}
         reply = self.c.request("create", type=args.type, **fields)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"instance {reply['instance']}: {reply.get('particles')} particles, "
                  f"{reply.get('constraints')} constraints")
 
     def save(self, args: argparse.Namespace) -> None:
         r = self.c.save(snapshot_name(args.name), args.instance)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"saved {r['instances']} instance(s) as {r['name']} ({r['bytes']} bytes)")
 
     def load(self, args: argparse.Namespace) -> None:
         ids = self.c.load(snapshot_name(args.name), replace=args.replace)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"loaded {snapshot_name(args.name)}: instances {' '.join(map(str, ids)) or 'none'}")
 
     def record(self, args: argparse.Namespace) -> None:
         if args.stop:
             r = self.c.stop_recording()
             if self.as_json:
-                return self.raw()
+                return self.print_reply()
             return self.out(f"recorded {r['frames']} frame(s) to {r['name']} ({r['bytes']} bytes)")
         if args.name is None:
             raise UsageError("record: give a NAME (or --stop)")
         r = self.c.record(journal_name(args.name), args.instance)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"recording instances {' '.join(map(str, r['instances'])) or 'none'} to {r['name']}")
 
     def replay(self, args: argparse.Namespace) -> None:
         r = self.c.replay(journal_name(args.name), args.to)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         pairs = ", ".join(f"{old} -> {new}" for old, new in zip(r["recorded"], r["instances"]))
         self.out(f"replayed {r['frames']} of {r['journalFrames']} frame(s): {pairs or 'no instances'}")
         if "warning" in r:
@@ -232,32 +330,32 @@ class Console:
     def destroy(self, args: argparse.Namespace) -> None:
         self.c.destroy(args.instance)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"destroyed instance {args.instance}")
 
     def pin(self, args: argparse.Namespace) -> None:
         self.c.pin(args.instance, args.particle, position=args.xyz)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         where = "in place" if args.xyz is None else f"at {vec(args.xyz)}"
         self.out(f"pinned particle {args.particle} of instance {args.instance} {where}")
 
     def unpin(self, args: argparse.Namespace) -> None:
         self.c.unpin(args.instance, args.particle)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"unpinned particle {args.particle} of instance {args.instance}")
 
     def gravity(self, args: argparse.Namespace) -> None:
         self.c.gravity(args.instance, args.xyz)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"gravity of instance {args.instance}: {vec(args.xyz)}")
 
     def enable(self, args: argparse.Namespace) -> None:
         enabled = self.c.enable(args.instance, on_off(args.state))
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         self.out(f"instance {args.instance}: {'enabled' if enabled else 'disabled'}")
 
     def step(self, args: argparse.Namespace) -> None:
@@ -273,7 +371,7 @@ class Console:
             degraded += len(reply.get("degraded") or [])
             over += "actualMs" in reply and reply["actualMs"] > reply["budgetMs"]
             if self.as_json:
-                self.raw()
+                self.print_reply()
             stepped = reply.get("stepped", 0)
             for iid in reply.get("unstable") or []:
                 unstable.append(iid)
@@ -291,7 +389,7 @@ class Console:
     def get(self, args: argparse.Namespace) -> None:
         s = self.c.get(args.instance)
         if self.as_json:
-            return self.raw()
+            return self.print_reply()
         flags = "enabled" if s.enabled else "disabled"
         if s.unstable:
             flags += ", unstable"
@@ -333,6 +431,10 @@ class Console:
                          token=self.c.token or "")
         try:
             sub.connect()
+            which = ("instances " + ", ".join(map(str, args.instances))) if args.instances else "every instance"
+            print(f"clothctl: watching {which}: a frame comes after each step, and nothing steps "
+                  f"by itself; step with `clothctl step` (or your game server's steps); Ctrl-C stops",
+                  file=sys.stderr, flush=True)
             if self.as_json:
                 self.out(sub.client.last_line.decode("utf-8", "replace"))
             seen = 0
@@ -394,15 +496,25 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument("--token-file", dest="token_file", metavar="PATH", default=default(None),
                             help=f"authenticate with the token on this file's first line "
                                  f"(default ${TOKEN_ENV}, if set)")
-    p.set_defaults(env_port=env_port)
+    p.add_argument("-i", "--interactive", action="store_true",
+                   help="an interactive session (the default with no COMMAND on a terminal)")
+    p.add_argument("--version", action="store_true",
+                   help="print this console's version and the server's (when it answers)")
+    p.set_defaults(env_port=env_port, handler=None)
+    # The one table of commands: the one-shot command line, the interactive
+    # session and `help` all read it.
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
     add = sub.add_parser
 
     def add_parser(name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        return add(name, parents=[common], **kwargs)
+        parser = add(name, parents=[common], **kwargs)
+        parser.set_defaults(handler=name.replace("-", "_"))
+        return parser
 
     sub.add_parser = add_parser  # type: ignore[method-assign]
+
+    hp = sub.add_parser("help", help="list the commands, or tell one (help COMMAND)")
+    hp.add_argument("topic", nargs="?", metavar="COMMAND")
 
     sub.add_parser("status", help='print the "=== Cloth Simulation ===" block')
     sub.add_parser("ping", help="check that clothd answers; prints the round trip")
@@ -433,6 +545,56 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--radius", type=float, help="soft ball radius")
     c.add_argument("--resolution", type=int, help="soft ball resolution")
     c.add_argument("--center", type=float, nargs=3, metavar=("X", "Y", "Z"), help="soft ball centre")
+
+    st = sub.add_parser("set", help="change options of a live instance: set INSTANCE name=value ...",
+                        description="Changes options of a live instance, each name=value (any create "
+                                    "option but the layout, and the painted properties): "
+                                    "stiffness=0.8, windModel=aero, gravity=0,-9.81,0 (or [0,-9.81,0]), "
+                                    "maxDistance=null (unpainted). Values are JSON, a list of numbers, "
+                                    "or else a string; names in camelCase or snake_case. A name the "
+                                    "server does not read is named on stderr.")
+    st.add_argument("instance", type=int)
+    st.add_argument("pairs", nargs="+", metavar="name=value")
+
+    ac = sub.add_parser("add-collider", aliases=["addCollider"],
+                        help="add a sphere, capsule, plane, taperedCapsule or box to an instance",
+                        description="Adds a collider; TYPE is sphere, capsule, plane, taperedCapsule "
+                                    "or box (the server lists its types when given another). Prints "
+                                    "the collider's id.")
+    ac.add_argument("instance", type=int)
+    ac.add_argument("type", metavar="TYPE")
+    ac.add_argument("--position", type=float, nargs=3, metavar=("X", "Y", "Z"),
+                    help="centre (a plane: a point on it)")
+    ac.add_argument("--normal", type=float, nargs=3, metavar=("X", "Y", "Z"),
+                    help="a plane's normal, a capsule's axis")
+    ac.add_argument("--rotation", type=float, nargs=4, metavar=("X", "Y", "Z", "W"),
+                    help="a box's orientation (a unit quaternion)")
+    ac.add_argument("--radius", type=float, help="sphere, capsule; a tapered capsule's -normal end")
+    ac.add_argument("--radius2", type=float, help="a tapered capsule's radius at its +normal end")
+    ac.add_argument("--height", type=float, help="a capsule's length with both caps")
+    ac.add_argument("--half-extents", dest="half_extents", type=float, nargs=3, metavar=("X", "Y", "Z"),
+                    help="a box's half size along its axes")
+    ac.add_argument("--friction", type=float)
+    ac.add_argument("--static-friction", dest="static_friction", type=float)
+    ac.add_argument("--coupling", type=float, help="two-way coupling, 0..1")
+    ac.add_argument("--attachment", help="a transform of the instance the collider follows")
+
+    mc = sub.add_parser("move-collider", aliases=["moveCollider"], help="move or turn a collider")
+    mc.add_argument("instance", type=int)
+    mc.add_argument("collider", type=int)
+    mc.add_argument("--position", type=float, nargs=3, metavar=("X", "Y", "Z"))
+    mc.add_argument("--normal", type=float, nargs=3, metavar=("X", "Y", "Z"), help="not for a box")
+    mc.add_argument("--rotation", type=float, nargs=4, metavar=("X", "Y", "Z", "W"), help="a box only")
+
+    rc_ = sub.add_parser("remove-collider", aliases=["removeCollider"], help="remove a collider")
+    rc_.add_argument("instance", type=int)
+    rc_.add_argument("collider", type=int)
+
+    rw = sub.add_parser("raw", help="send one JSON request as it is and print the reply line",
+                        description="Sends LINE (one JSON object) as it is and prints the server's "
+                                    "reply line as it comes: raw '{\"cmd\":\"hello\"}'. Exit 1 when "
+                                    "the reply is an error.")
+    rw.add_argument("line", metavar="JSON")
 
     x = sub.add_parser("destroy", help="destroy an instance")
     x.add_argument("instance", type=int)
@@ -529,35 +691,63 @@ def unauthorized_hint(e: Unauthorized, args: argparse.Namespace, client: Client)
     return ""
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    port = args.port
-    if port is None:
+def subcommands(parser: argparse.ArgumentParser) -> Dict[str, argparse.ArgumentParser]:
+    """The table of commands: name (and alias) -> its parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def command_help(parser: argparse.ArgumentParser, topic: Optional[str]) -> str:
+    """`help`: one line per command (from the table); `help COMMAND`: its
+    usage and options."""
+    table = subcommands(parser)
+    if topic:
+        if topic not in table:
+            raise UsageError(f"help: no command {topic!r} (help lists them)")
+        return table[topic].format_help().rstrip("\n")
+    lines = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                lines.append(f"  {choice.dest:<16} {choice.help}")
+    return ("Commands (help COMMAND tells one):\n" + "\n".join(lines) +
+            "\n  quit             end the session (or Ctrl-D)")
+
+
+def address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def print_version(client: Client) -> int:
+    """This console's version, then the server's when it answers (hello,
+    or status on a server before hello)."""
+    print(f"clothctl {__version__}")
+    try:
+        client.connect()
         try:
-            port = int(args.env_port) if args.env_port else DEFAULT_PORT
-        except ValueError:
-            print(f"clothctl: CLOTHD_PORT={args.env_port!r} is not a port number", file=sys.stderr)
-            return EXIT_USAGE
+            reply = client.request("hello")
+            proto = f", protocol {reply.get('protocol')}"
+        except UnknownCommand:
+            reply, proto = client.status(), ""
+        print(f"server: clothd {reply.get('version')} at {address(client.host, client.port)}{proto}")
+    except (OSError, ClothdError) as e:
+        detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        print(f"server: not reachable ({detail})")
+    finally:
+        client.close()
+    return EXIT_OK
+
+
+def run_command(console: Console, parser: argparse.ArgumentParser, args: argparse.Namespace,
+                port: int) -> int:
+    """Runs one parsed command; prints what went wrong; returns the exit code."""
+    client = console.c
     try:
         _check_xyz(args)
-        # --token-file wins over $CLOTHD_TOKEN; "" sends no auth at all.
-        token = read_token(args.token_file) if args.token_file else (os.environ.get(TOKEN_ENV) or "")
-    except UsageError as e:
-        parser.print_usage(sys.stderr)
-        print(f"clothctl: {e}", file=sys.stderr)
-        return EXIT_USAGE
-
-    client = Client(args.host, port, args.timeout, token=token)
-    console = Console(client, args.json)
-    try:
-        try:
-            client.connect()
-        except OSError as e:
-            print(f"clothctl: cannot connect to clothd at {args.host}:{port}: {e.strerror or e}",
-                  file=sys.stderr)
-            return EXIT_CONNECT
-        getattr(console, args.command)(args)
+        console.as_json = args.json
+        getattr(console, args.handler)(args)
         return EXIT_OK
     except UsageError as e:
         parser.print_usage(sys.stderr)
@@ -569,12 +759,153 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Unauthorized as e:
         print(f"clothctl: {e.code}: {e.message}{unauthorized_hint(e, args, client)}", file=sys.stderr)
         return EXIT_SERVER_ERROR
+    except AnsweredError:
+        return EXIT_SERVER_ERROR
     except ClothdError as e:
         print(f"clothctl: {e.code}: {e.message}", file=sys.stderr)
         return EXIT_SERVER_ERROR
     except (OSError, TimeoutError) as e:
-        print(f"clothctl: connection to clothd at {args.host}:{port} lost: {e}", file=sys.stderr)
+        if str(e.strerror or "").startswith("cannot connect"):
+            print(f"clothctl: {e.strerror}", file=sys.stderr)
+        else:
+            print(f"clothctl: connection to clothd at {address(args.host, port)} lost: {e}",
+                  file=sys.stderr)
+            client.close()  # the next command connects again
         return EXIT_CONNECT
+
+
+def show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                 line: Optional[str] = None) -> None:
+    """The server's warnings (unknown members) on stderr, one line each."""
+    text = str(message)
+    if issubclass(category, ClothdWarning):
+        text = "warning: " + (text[len("clothd: "):] if text.startswith("clothd: ") else text)
+    print(f"clothctl: {text}", file=sys.stderr, flush=True)
+
+
+def history_file() -> str:
+    return os.path.expanduser(os.environ.get(HISTORY_ENV) or HISTORY_FILE)
+
+
+def interactive(console: Console, parser: argparse.ArgumentParser, base: argparse.Namespace, port: int,
+                prompt: bool) -> int:
+    """One command a line on one connection, until quit or end of input.
+    With `prompt` (a terminal, or -i): the prompt names the server, and
+    readline keeps the lines in the history file."""
+    readline = None
+    if prompt:
+        try:
+            import readline as _readline  # not on every platform
+            readline = _readline
+        except ImportError:
+            pass
+    path = history_file()
+    if readline is not None:
+        readline.set_history_length(HISTORY_LENGTH)
+        try:
+            readline.read_history_file(path)
+        except OSError:
+            pass  # none yet
+        words = sorted(subcommands(parser)) + ["help", *QUIT_WORDS]
+
+        def complete(text: str, state: int) -> Optional[str]:
+            matches = [w for w in words if w.startswith(text)] if readline.get_begidx() == 0 else []
+            return matches[state] if state < len(matches) else None
+
+        readline.set_completer(complete)
+        readline.parse_and_bind("tab: complete")
+    where = address(base.host, port)
+    if prompt:
+        print(f"clothctl {__version__} connected to {where}; help lists the commands, quit ends",
+              flush=True)
+    status = EXIT_OK
+    try:
+        while True:
+            try:
+                line = input(f"{where}> ") if prompt else sys.stdin.readline()
+            except EOFError:
+                if prompt:
+                    print()
+                break
+            except KeyboardInterrupt:
+                print("^C")
+                continue
+            if not prompt and line == "":
+                break
+            try:
+                words = shlex.split(line, comments=True)
+            except ValueError as e:
+                print(f"clothctl: {e}", file=sys.stderr)
+                status = EXIT_USAGE
+                continue
+            if not words:
+                continue
+            if words[0] in QUIT_WORDS:
+                break
+            try:
+                args = parser.parse_args(words, namespace=argparse.Namespace(**vars(base)))
+            except SystemExit:  # argparse said what was wrong
+                status = EXIT_USAGE
+                continue
+            if args.handler is None:
+                continue
+            try:
+                code = run_command(console, parser, args, port)
+            except KeyboardInterrupt:  # a long watch or step
+                print("^C")
+                code = EXIT_OK
+            status = code if code != EXIT_OK else status
+    finally:
+        if readline is not None:
+            try:
+                readline.write_history_file(path)
+            except OSError as e:
+                print(f"clothctl: history not saved to {path}: {e.strerror or e}", file=sys.stderr)
+    return EXIT_OK if prompt else status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    port = args.port
+    if port is None:
+        try:
+            port = int(args.env_port) if args.env_port else DEFAULT_PORT
+        except ValueError:
+            print(f"clothctl: CLOTHD_PORT={args.env_port!r} is not a port number", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        # --token-file wins over $CLOTHD_TOKEN; "" sends no auth at all.
+        token = read_token(args.token_file) if args.token_file else (os.environ.get(TOKEN_ENV) or "")
+    except UsageError as e:
+        parser.print_usage(sys.stderr)
+        print(f"clothctl: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    client = Client(args.host, port, args.timeout, token=token)
+    if args.version:
+        return print_version(client)
+    warnings.showwarning = show_warning
+    warnings.simplefilter("always", ClothdWarning)
+    console = Console(client, args.json, parser)
+    if args.handler == "help":  # needs no server
+        return run_command(console, parser, args, port)
+    try:
+        try:
+            client.connect()
+        except OSError as e:
+            print(f"clothctl: {e.strerror or e}", file=sys.stderr)
+            return EXIT_CONNECT
+        except Unauthorized as e:
+            print(f"clothctl: {e.code}: {e.message}{unauthorized_hint(e, args, client)}", file=sys.stderr)
+            return EXIT_SERVER_ERROR
+        except ClothdError as e:
+            print(f"clothctl: {e.code}: {e.message}", file=sys.stderr)
+            return EXIT_SERVER_ERROR
+        if args.handler is None or args.interactive:
+            prompt = args.interactive or sys.stdin.isatty()
+            return interactive(console, parser, args, port, prompt)
+        return run_command(console, parser, args, port)
     except StdoutClosed:
         # Keep Python from complaining again while flushing at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1086,6 +1086,16 @@ class Client:
                                    f"not have run); reconnected", reconnected=True) from e
         return self._check(rid, reply)
 
+    def request_as_is(self, cmd: str, fields: Dict[str, Any]) -> Dict[str, Any]:
+        """Like :meth:`request`, with the member names as given (no
+        camelCase) and ``None`` sent as ``null`` (a painted property's
+        "unpainted"): for consoles that take names from a person."""
+        rid = self._next_id
+        self._next_id += 1
+        msg: Dict[str, Any] = {"id": rid, "cmd": cmd, **fields}
+        self.sock.sendall(json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n")
+        return self._check(rid, self.read_reply())
+
     def create(self, type: str = "cloth", **fields: Any) -> int:
         """Creates an instance of ``type`` (only "cloth" in v1) with the
         given fields (snake_case); returns its id. See :meth:`create_cloth`."""

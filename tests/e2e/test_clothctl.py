@@ -1,11 +1,18 @@
 """clothctl, the console: run as a subprocess against a real server, its
-output and exit codes (0 ok, 1 server error, 2 usage, 3 cannot connect)."""
+output and exit codes (0 ok, 1 server error, 2 usage, 3 cannot connect);
+its interactive session driven through a pseudo-terminal (prompt, help,
+readline history kept across sessions) and through standard input."""
 
 import json
 import os
+import re
+import select
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 from server import REPO, ServerTestCase
@@ -29,7 +36,8 @@ class ClothctlTest(ServerTestCase):
         full_env.pop("CLOTHD_HOST", None)
         full_env.pop("CLOTHD_PORT", None)
         full_env.update(env or {})
-        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30, env=full_env)
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30, env=full_env,
+                               stdin=subprocess.DEVNULL)
 
     def ok(self, *args: str, **kw) -> str:
         out = self.ctl(*args, **kw)
@@ -155,8 +163,9 @@ class ClothctlTest(ServerTestCase):
         self.assertEqual(out.stderr, "clothctl: invalid_argument: width: must be an integer >= 2\n")
 
     def test_bad_usage_should_exit_2(self):
-        for args in (["nosuchcommand"], [], ["wind", "1", "2"], ["pin"], ["step", "--count", "0"],
-                     ["debug", "maybe"], ["get", "one"]):
+        for args in (["nosuchcommand"], ["wind", "1", "2"], ["pin"], ["step", "--count", "0"],
+                     ["debug", "maybe"], ["get", "one"], ["set", "1", "stiffness"],
+                     ["move-collider", "1", "1"], ["raw", ""], ["help", "nosuchcommand"]):
             with self.subTest(args=args):
                 out = self.ctl(*args)
                 self.assertEqual(out.returncode, 2, out.stderr)
@@ -187,6 +196,8 @@ class ClothctlTest(ServerTestCase):
             self.c.step(1 / 60, instances=[cid])
         rest, err = proc.communicate(timeout=20)
         self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("a frame comes after each step, and nothing steps by itself", err)
+        self.assertIn("clothctl step", err, "says how to make steps")
         lines = [first] + rest.splitlines(keepends=True)
         self.assertEqual(len(lines), 3)
         self.assertTrue(lines[0].startswith(f"instance {cid} frame 0 time 0.0000 s: 100 particles, 664 bytes quantized"),
@@ -194,6 +205,210 @@ class ClothctlTest(ServerTestCase):
         self.assertIn("frame 2 ", lines[1])
         self.assertIn("frame 4 ", lines[2])
         self.c.destroy(cid)
+
+    def test_version_names_the_console_and_the_server(self):
+        self.assertEqual(self.ok("--version"),
+                         f"clothctl 0.1.0\nserver: clothd {self.server.version} at "
+                         f"127.0.0.1:{self.server.port}, protocol 1\n")
+        port = free_port()
+        out = self.ctl("--port", str(port), "--version", port=False)
+        self.assertEqual(out.returncode, 0)
+        self.assertEqual(out.stdout, f"clothctl 0.1.0\nserver: not reachable (cannot connect to clothd at "
+                                     f"127.0.0.1:{port}: Connection refused)\n")
+
+    def test_raw_prints_the_reply_line_as_it_came(self):
+        self.assertEqual(self.ok("raw", '{"id":"r","cmd":"ping","x":1}'),
+                         '{"id":"r","ok":true,"pong":true,"warnings":["unknown member \\"x\\""]}\n')
+        out = self.ctl("raw", '{"cmd":"fly"}')
+        self.assertEqual((out.returncode, out.stderr), (1, ""))
+        self.assertEqual(json.loads(out.stdout)["error"]["code"], "unknown_command")
+        self.assertEqual(json.loads(self.ctl("raw", "[1]").stdout)["error"]["code"], "parse_error")
+
+    def test_set_changes_options_and_names_what_the_server_did_not_read(self):
+        cid = self.c.create_cloth(width=3, height=3)
+        out = self.ctl("set", str(cid), "stiffness=0.8", "wind_model=constant", "gravity=0,-1.62,0",
+                       "sleepTreshold=0", "maxDistance=0.5")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, f"instance {cid}: set stiffness, windModel, gravity, maxDistance\n")
+        self.assertEqual(out.stderr, 'clothctl: warning: unknown member "sleepTreshold" '
+                                     '(did you mean "sleepThreshold"?)\n')
+        state = self.c.get(cid)
+        self.assertEqual((state.wind_model, state.gravity), ("constant", [0, -1.62000000, 0]))
+        self.assertIn("maxDistance", self.c.topology(cid))
+        self.ok("set", str(cid), "maxDistance=null")
+        self.assertNotIn("maxDistance", self.c.topology(cid), "null: unpainted again")
+        out = self.ctl("set", str(cid), "stiffness=2")
+        self.assertEqual((out.returncode, out.stderr),
+                         (1, "clothctl: invalid_argument: stiffness: must be a number in [0, 1]\n"))
+        self.c.destroy(cid)
+
+    def test_colliders_of_every_type_the_server_has(self):
+        cid = self.c.create_cloth(width=3, height=3)
+        # The server lists its collider types when given another: add each.
+        out = self.ctl("add-collider", str(cid), "cube")
+        self.assertEqual(out.returncode, 1)
+        types = re.findall(r'"(\w+)"', out.stderr.split("(one of ", 1)[1])
+        self.assertEqual(set(types), {"sphere", "capsule", "plane", "taperedCapsule", "box"})
+        shape = {"sphere": ["--radius", "0.2"], "capsule": ["--radius", "0.1", "--height", "0.5"],
+                 "plane": ["--normal", "0", "1", "0"],
+                 "taperedCapsule": ["--radius", "0.1", "--radius2", "0.05", "--height", "0.6"],
+                 "box": ["--half-extents", "0.1", "0.2", "0.3", "--rotation", "0", "0", "0", "1"]}
+        ids = {}
+        for t in types:
+            out = self.ok("add-collider", str(cid), t, "--position", "0", "-1", "0", "--friction", "0.3",
+                          *shape.get(t, []))
+            m = re.fullmatch(rf"collider (\d+) on instance {cid}: {t}\n", out)
+            self.assertIsNotNone(m, out)
+            ids[t] = int(m.group(1))
+        got = {col["collider"]: col for col in self.c.get(cid).colliders}
+        self.assertEqual({got[i]["type"] for i in ids.values()}, set(types))
+        self.assertEqual(got[ids["box"]]["halfExtents"], [0.100000001, 0.200000003, 0.300000012])
+        self.assertAlmostEqual(got[ids["taperedCapsule"]]["radius2"], 0.05, places=7)
+        # The protocol's names work too.
+        self.assertEqual(self.ok("moveCollider", str(cid), str(ids["sphere"]), "--position", "0", "-2", "0"),
+                         f"collider {ids['sphere']} on instance {cid}: position [0, -2, 0]\n")
+        self.ok("move-collider", str(cid), str(ids["box"]), "--rotation", "0", "0.7071068", "0", "0.7071068")
+        out = self.ctl("move-collider", str(cid), str(ids["box"]), "--normal", "1", "0", "0")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("turns by \"rotation\"", out.stderr)
+        self.assertEqual(self.ok("remove-collider", str(cid), str(ids["plane"])),
+                         f"removed collider {ids['plane']} from instance {cid}\n")
+        self.assertEqual(len(self.c.get(cid).colliders), len(types) - 1)
+        self.c.destroy(cid)
+
+    def test_help_lists_every_command_from_the_one_table(self):
+        out = self.ok("help")
+        listed = re.findall(r"^  ([a-z-]+) ", out, re.M)
+        for cmd in ("status", "set", "add-collider", "move-collider", "remove-collider", "raw", "watch",
+                    "help", "quit"):
+            self.assertIn(cmd, listed)
+        usage = self.ctl("--help").stdout
+        self.assertEqual(sorted(c for c in listed if c != "quit"),
+                         sorted(set(re.findall(r"^    ([a-z-]+) ", usage, re.M))),
+                         "help and --help read the same table")
+        self.assertIn("usage: clothctl add-collider", self.ok("help", "add-collider"))
+
+    def test_commands_on_standard_input_run_one_by_one(self):
+        cid = self.c.create_cloth(width=3, height=3)
+        out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(self.server.port)],
+                             input=f"ping\n# a comment\n\nget {cid}\nget 4000000\nstatus\n",
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 1, "a command failed")
+        lines = out.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("pong from "), lines)
+        self.assertTrue(lines[1].startswith(f"Cloth {cid}: 3x3"), lines)
+        self.assertIn("=== Cloth Simulation ===", out.stdout, "went on after the error")
+        self.assertEqual(out.stderr, "clothctl: not_found: instance: no instance 4000000\n")
+        self.c.destroy(cid)
+
+
+class PtySession:
+    """clothctl on a pseudo-terminal, as a person at a terminal runs it."""
+
+    def __init__(self, tc: unittest.TestCase, port: int, histfile: str, *args: str):
+        import pty  # noqa: F401  (POSIX only; the module's import says so)
+        self.master, slave = os.openpty()
+        env = dict(os.environ, TERM="xterm", CLOTHCTL_HISTFILE=histfile, HOME=os.path.dirname(histfile))
+        env.pop("CLOTHD_PORT", None)
+        self.proc = subprocess.Popen([sys.executable, CLOTHCTL, "--port", str(port), *args], stdin=slave,
+                                     stdout=slave, stderr=slave, env=env, close_fds=True)
+        os.close(slave)
+        self.tc = tc
+        self.seen = b""
+        tc.addCleanup(self.close)
+
+    def until(self, text: str, timeout: float = 10) -> str:
+        """Reads until `text` shows; returns what came since the last call."""
+        want = text.encode()
+        start = len(self.seen)
+        deadline = time.monotonic() + timeout
+        while want not in self.seen[start:]:
+            left = deadline - time.monotonic()
+            self.tc.assertGreater(left, 0, f"no {text!r} in {self.seen[start:]!r}")
+            if select.select([self.master], [], [], left)[0]:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:
+                    chunk = b""
+                self.tc.assertTrue(chunk, f"clothctl ended before {text!r}: {self.seen[start:]!r}")
+                self.seen += chunk
+        out = self.seen[start:].decode("utf-8", "replace")
+        self.seen = self.seen[:start] + self.seen[start:].split(want, 1)[0] + want
+        return out
+
+    def send(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        os.close(self.master)
+
+
+class InteractiveTest(ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.home = tempfile.mkdtemp(prefix="clothctl-home-")
+        self.addCleanup(shutil.rmtree, self.home, ignore_errors=True)
+        self.histfile = os.path.join(self.home, ".clothctl_history")
+        self.prompt = f"127.0.0.1:{self.server.port}> "
+
+    def test_a_session_on_a_terminal_has_a_prompt_help_and_history(self):
+        s = PtySession(self, self.server.port, self.histfile)
+        banner = s.until(self.prompt)
+        self.assertIn(f"connected to 127.0.0.1:{self.server.port}", banner)
+        s.send("help\r")
+        out = s.until(self.prompt)
+        for cmd in ("add-collider", "set", "raw", "watch", "quit"):
+            self.assertRegex(out, rf"\n  {cmd} +\S", f"help lists {cmd}")
+        s.send("help add-collider\r")
+        self.assertIn("usage: clothctl add-collider", s.until(self.prompt))
+        s.send("create --width 3 --height 3\r")
+        made = re.search(r"instance (\d+): 9 particles", s.until(self.prompt))
+        self.assertIsNotNone(made)
+        cid = int(made.group(1))
+        s.send(f"set {cid} stifness=0.5\r")
+        out = s.until(self.prompt)
+        self.assertIn('warning: unknown member "stifness" (did you mean "stiffness"?)', out)
+        s.send("get 4000000\r")  # an error does not end the session
+        self.assertIn("not_found: instance: no instance 4000000", s.until(self.prompt))
+        s.send("pin\r")  # nor does bad usage
+        self.assertIn("clothctl: the following arguments are required", s.until(self.prompt))
+        s.send("quit\r")
+        self.assertEqual(s.proc.wait(timeout=10), 0)
+        self.assertEqual(open(self.histfile).read().splitlines(),
+                         ["help", "help add-collider", "create --width 3 --height 3", f"set {cid} stifness=0.5",
+                          "get 4000000", "pin", "quit"])
+        self.c.destroy(cid)
+
+    def test_history_comes_back_in_the_next_session(self):
+        with open(self.histfile, "w") as f:
+            f.write("status\ncreate --width 4 --height 2\n")
+        before = len(self.c.status()["instances"])
+        s = PtySession(self, self.server.port, self.histfile)
+        s.until(self.prompt)
+        s.send("\x1b[A\r")  # up: the last line of the last session, run again
+        out = s.until(self.prompt)
+        made = re.search(r"instance (\d+): 8 particles", out)
+        self.assertIsNotNone(made, out)
+        s.send("\x04")  # Ctrl-D ends it too
+        self.assertEqual(s.proc.wait(timeout=10), 0)
+        self.assertEqual(len(self.c.status()["instances"]), before + 1)
+        self.assertEqual(open(self.histfile).read().splitlines()[-1], "create --width 4 --height 2")
+        self.c.destroy(int(made.group(1)))
+
+    def test_dash_i_on_a_pipe_still_prompts_and_no_server_exits_3(self):
+        out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(self.server.port), "-i"],
+                             input="ping\nquit\n", capture_output=True, text=True, timeout=30,
+                             env=dict(os.environ, CLOTHCTL_HISTFILE=self.histfile))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn(self.prompt + "pong from", out.stdout)
+        port = free_port()
+        out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(port), "-i"], input="",
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 3)
+        self.assertIn(f"cannot connect to clothd at 127.0.0.1:{port}", out.stderr)
 
 
 if __name__ == "__main__":

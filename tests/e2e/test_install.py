@@ -199,10 +199,12 @@ int main(int argc, char **argv)
         page = open(os.path.join(man1, "clothctl.1")).read()
         usage = subprocess.run([sys.executable, os.path.join(REPO, "clients/python/clothctl.py"), "--help"],
                                capture_output=True, text=True, timeout=30).stdout
-        commands = re.findall(r"^    ([a-z]+) ", usage, re.M)
+        commands = re.findall(r"^    ([a-z-]+) ", usage, re.M)
         self.assertIn("stats", commands)
+        self.assertIn("add-collider", commands)
         for cmd in commands:
-            self.assertRegex(page, rf"\n\.(TP\n\.(B|BI|BR) )?{cmd}\b", f"clothctl.1 lacks {cmd}")
+            roff = cmd.replace("-", r"\\-")
+            self.assertRegex(page, rf"\n\.(TP\n\.(B|BI|BR) )?{roff}\b", f"clothctl.1 lacks {cmd}")
 
     # -- the systemd unit ------------------------------------------------------
 
