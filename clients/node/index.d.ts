@@ -42,6 +42,19 @@ export class ProtocolError extends ClothdError {
   readonly code: 'protocol_error';
 }
 
+/**
+ * A reply's warning: a member the server did not read (PROTOCOL.md,
+ * "Unknown members"), e.g. 'unknown member "widht" (did you mean "width"?)'.
+ * Emitted as the client's 'warning' event (process.emitWarning without a listener).
+ */
+export class ClothdWarning extends Error {
+  constructor(message: string, cmd: string | null, reply: Reply);
+  readonly code: 'unknown_member';
+  /** The command of the request whose reply carried it. */
+  readonly cmd: string | null;
+  readonly reply: Reply;
+}
+
 /** The connection is closed: pending and later requests reject with this. */
 export class ConnectionClosed extends Error {
   constructor(message: string, options?: { cause?: unknown });
@@ -71,6 +84,11 @@ export interface ClientOptions {
    * Omitted: $CLOTHD_TOKEN if set; '' or null: no `auth` at all.
    */
   token?: string | null;
+  /**
+   * Ask the server (with `hello`) to refuse, on this connection, a request
+   * with a member it does not read (invalid_argument) instead of warning.
+   */
+  strict?: boolean;
 }
 
 /** What `auth` grants: everything, or only auth, ping, stats, status, get, topology, subscribe, unsubscribe. */
@@ -180,6 +198,42 @@ export interface Topology {
   /** The instance has had a skin. */
   skinned: boolean;
   reply: Reply;
+}
+
+/** A soft body (PROTOCOL.md, create, "Soft bodies"): a generated shape or a tetrahedral mesh. */
+export interface CreateSoftbodyOptions extends InstanceOptions {
+  /** A generated mesh: 'ball' (radius, resolution, center) or 'box' (size, cells, origin). */
+  shape?: 'ball' | 'box';
+  /** Ball radius (default 0.5). */
+  radius?: number;
+  /** Ball grid resolution, 2..48 (default 6). */
+  resolution?: number;
+  center?: Vec3Like;
+  /** Box size (default [1, 1, 1]). */
+  size?: Vec3Like;
+  /** Box cubes per axis, 1..64 each (default [4, 4, 4]). */
+  cells?: ArrayLike<number>;
+  origin?: Vec3Like;
+  /** A given mesh: vec3s or a flat list (x, y, z per vertex). */
+  vertices?: ArrayLike<Vec3Like> | ArrayLike<number>;
+  /** 4 vertex indices per tetrahedron, each positively oriented. */
+  tetrahedra?: ArrayLike<number>;
+  /** [0, 1], the seed's volume preservation (or volumeCompliance). */
+  volumeStiffness?: number;
+  volumeCompliance?: number;
+  /** Pa: a material instead of compliances. */
+  youngsModulus?: number;
+  poissonRatio?: number;
+}
+
+/** hello's reply. */
+export interface HelloReply extends Reply {
+  server: string;
+  version: string;
+  protocol: number;
+  strict: boolean;
+  /** Every command the server knows. */
+  commands: string[];
 }
 
 export interface CreateClothOptions extends InstanceOptions {
@@ -534,7 +588,8 @@ export type ClientState = 'new' | 'connecting' | 'open' | 'closed';
 export interface ClientEvents {
   frame: [frame: Frame];
   event: [event: ServerEvent];
-  warning: [error: ProtocolError];
+  /** A reply's warning (ClothdWarning), or a skipped frame (ProtocolError). */
+  warning: [warning: ClothdWarning | ProtocolError];
   error: [error: ProtocolError];
   close: [error: Error | undefined];
 }
@@ -575,9 +630,13 @@ export class Client extends EventEmitter {
   /** An async iterator over frames received from now on. */
   frames(options?: FramesOptions): FrameIterator;
 
-  /** Creates an instance of `type` ("cloth" in protocol v1). */
-  create(type?: string, options?: CreateClothOptions): Promise<number>;
+  /** Creates an instance of `type` ("cloth" or "softbody"); createCloth / createSoftbody / createMeshCloth name the fields. */
+  create(type?: 'cloth' | 'softbody' | string, options?: CreateClothOptions | CreateSoftbodyOptions): Promise<number>;
   createCloth(options?: CreateClothOptions): Promise<number>;
+  /** Creates a soft body: a generated shape ('ball' or 'box') or vertices + tetrahedra. */
+  createSoftbody(options: CreateSoftbodyOptions): Promise<number>;
+  /** The handshake; `strict` true makes the server refuse unknown members on this connection. */
+  hello(options?: { strict?: boolean }): Promise<HelloReply>;
   /** Changes a live instance's options (not the layout). */
   set(instance: number, options: InstanceOptions): Promise<void>;
   /** Creates or moves a named transform; rotation is a quaternion [x, y, z, w]; inertiaFrame marks (or unmarks) the instance's inertia frame. */

@@ -26,7 +26,7 @@
 const net = require('node:net');
 const { EventEmitter } = require('node:events');
 
-const { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed } = require('./lib/errors.js');
+const { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning } = require('./lib/errors.js');
 const {
   FRAME_MAGIC,
   FRAME_VERSION,
@@ -278,7 +278,10 @@ class FrameIterator {
  * Events:
  *   'frame' (frame)  a decoded binary frame (see decodeFrame)
  *   'event' (event)  a server event line, e.g. {event: 'debug', enabled: true}
- *   'warning' (err)  a frame of an unknown version or flag was skipped
+ *   'warning' (w)    a reply's warning (ClothdWarning: a member the server did
+ *                    not read; with no listener it goes to process.emitWarning),
+ *                    or a frame of an unknown version or flag was skipped
+ *                    (ProtocolError)
  *   'error' (err)    the stream broke the protocol (only emitted when there is
  *                    a listener; pending requests are rejected with it anyway)
  *   'close' (err?)   the connection is closed; err is the ProtocolError or
@@ -291,10 +294,13 @@ class Client extends EventEmitter {
    * writableHighWaterMark (Node's default: the socket buffer above which
    * requests wait in the client's own queue for 'drain'), token (sent with
    * `auth` before anything else; undefined: $CLOTHD_TOKEN if set; '' or
-   * null: none).
+   * null: none), strict (ask the server, with `hello`, to refuse a request
+   * with a member it does not read, as invalid_argument, instead of
+   * warning).
    */
   constructor(options = {}) {
     super();
+    this._strict = Boolean(options.strict);
     const token = options.token === undefined ? process.env[TOKEN_ENV] : options.token;
     this._token = token ? String(token) : null;
     this._access = null;
@@ -340,7 +346,11 @@ class Client extends EventEmitter {
     this._state = 'connecting';
     // With a token, `auth` is the connection's first request: queued now,
     // before any request that made this connect() happen.
-    const auth = this._token === null ? null : this._authRequest(this._token);
+    let auth = this._token === null ? null : this._authRequest(this._token);
+    if (this._strict) {
+      const hello = this.request('hello', { strict: true });
+      auth = auth ? auth.then(() => hello) : hello;
+    }
     if (auth) auth.catch(() => {}); // reported through connect()
     const opened = new Promise((resolve, reject) => {
       this._rejectConnect = reject;
@@ -349,6 +359,8 @@ class Client extends EventEmitter {
       );
       this._socket = socket;
       const onConnectError = (err) => {
+        // Node says "connect ECONNREFUSED 127.0.0.1:7878"; say whose.
+        err.message = `clothd: cannot connect to ${this.host}:${this.port}: ${err.message}`;
         reject(err);
       };
       socket.once('error', onConnectError);
@@ -617,6 +629,7 @@ class Client extends EventEmitter {
       return;
     }
     this._stats.replies++;
+    if (Array.isArray(reply.warnings)) this._warn(reply, p.cmd);
     if (p.cmd === null) {
       p.resolve(reply); // rawRequest: any reply, unchecked
       return;
@@ -637,6 +650,16 @@ class Client extends EventEmitter {
     } else {
       const e = reply.error && typeof reply.error === 'object' ? reply.error : {};
       p.reject(new ClothdError(String(e.code ?? 'internal'), String(e.message ?? ''), reply));
+    }
+  }
+
+  // A reply's warnings, one 'warning' event each (process.emitWarning when
+  // nobody listens: a misspelt option must not go unseen).
+  _warn(reply, cmd) {
+    for (const text of reply.warnings) {
+      const w = new ClothdWarning(String(text), cmd, reply);
+      if (this.listenerCount('warning') > 0) this._safeEmit('warning', w);
+      else process.emitWarning(`clothd: ${w.message}`, 'ClothdWarning');
     }
   }
 
@@ -717,8 +740,9 @@ class Client extends EventEmitter {
   // ---- commands (PROTOCOL.md, Commands) -----------------------------------
 
   /**
-   * Creates an instance of `type` ("cloth", the only type in protocol v1)
-   * with the create fields in `opts`; resolves with its id.
+   * Creates an instance of `type` ("cloth" or "softbody") with the create
+   * fields in `opts`; resolves with its id. createCloth, createSoftbody and
+   * createMeshCloth name the fields of each.
    */
   async create(type = 'cloth', opts = {}) {
     const fields = { ...opts, type };
@@ -738,6 +762,43 @@ class Client extends EventEmitter {
    */
   createCloth(opts = {}) {
     return this.create('cloth', opts);
+  }
+
+  /**
+   * Creates a soft body (the seed's SoftBodyDescriptor); resolves with its
+   * id. Either a generated shape, `shape: 'ball'` (radius, resolution,
+   * center) or `shape: 'box'` (size, cells, origin), or a mesh: `vertices`
+   * (vec3s or flat) and `tetrahedra` (4 indices each, positively
+   * oriented). The cloth options apply with the soft-body defaults, and
+   * volumeStiffness or volumeCompliance, youngsModulus, poissonRatio.
+   */
+  createSoftbody(opts = {}) {
+    const fields = { ...opts };
+    try {
+      if (fields.vertices !== undefined) {
+        // vec3s or flat: the soft body's mesh goes as vec3s.
+        const flat = flatFloats(fields.vertices, 'vertices');
+        fields.vertices = [];
+        for (let i = 0; i + 2 < flat.length; i += 3) fields.vertices.push([flat[i], flat[i + 1], flat[i + 2]]);
+      }
+      if (fields.tetrahedra !== undefined) fields.tetrahedra = idList(fields.tetrahedra);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    for (const k of ['size', 'center']) if (k in fields) fields[k] = vec(fields[k]);
+    if ('cells' in fields) fields.cells = Array.from(fields.cells, Number);
+    return this.create('softbody', fields);
+  }
+
+  /**
+   * The handshake: {server, version, protocol, strict, commands}. `strict`
+   * true asks the server to refuse, on this connection, a request with a
+   * member it does not read; false turns it back (undefined: unchanged).
+   */
+  async hello(opts = {}) {
+    const reply = await this.request('hello', { strict: opts.strict });
+    if (opts.strict !== undefined) this._strict = Boolean(opts.strict);
+    return reply;
   }
 
   /**
@@ -1158,6 +1219,7 @@ class Client extends EventEmitter {
 module.exports = {
   Client,
   ClothdError,
+  ClothdWarning,
   ProtocolError,
   ConnectionClosed,
   FrameIterator,

@@ -54,4 +54,21 @@ class ConnectionClosed extends Error {
   }
 }
 
-module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed };
+/**
+ * A reply's warning: a member the server did not read (PROTOCOL.md,
+ * "Unknown members"), e.g. 'unknown member "widht" (did you mean
+ * "width"?)'. Emitted as the client's 'warning' event, one per warning
+ * (through process.emitWarning when nobody listens). `cmd` is the request's
+ * command, `reply` the whole reply.
+ */
+class ClothdWarning extends Error {
+  constructor(message, cmd, reply) {
+    super(message);
+    this.name = 'ClothdWarning';
+    this.code = 'unknown_member';
+    this.cmd = cmd;
+    this.reply = reply;
+  }
+}
+
+module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning };

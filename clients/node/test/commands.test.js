@@ -114,7 +114,7 @@ test('every error code comes back with the server message, and the connection st
   assert.equal(r.error.code, 'unknown_command');
   assert.equal((await client.status()).ok, true);
 
-  await assert.rejects(client.request('jump'), isError('unknown_command', /^unknown command "jump"$/));
+  await assert.rejects(client.request('jump'), isError('unknown_command', /^unknown command "jump" \(hello lists the commands\)$/));
   await assert.rejects(client.createCloth({ width: 1 }), isError('invalid_argument', /^width: must be an integer >= 2$/));
   await assert.rejects(client.createCloth({ stiffness: 1.5 }), isError('invalid_argument', /^stiffness: /));
   await assert.rejects(client.createCloth({ origin: [0, 1] }), isError('invalid_argument', /^origin: /));
