@@ -62,6 +62,7 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     c->max_message = o->max_message ? o->max_message : DEFAULT_MAX_MESSAGE;
     c->on_frame = o->on_frame;
     c->on_event = o->on_event;
+    c->on_warning = o->on_warning;
     c->user = o->user;
     c->link = CDC_LINK_CLOSED;
 
@@ -72,8 +73,10 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     }
     c->net_ready = true;
     if (!cdc_net_resolve(c->host, c->port, c->addrs, CDC_MAX_ADDRS, &c->naddrs, msg, sizeof msg)) {
+        clothd_code rc = cdc_fail(err, CLOTHD_E_IO, "cannot connect to clothd at %s:%u: %s", c->host,
+                                  (unsigned)c->port, msg);
         clothd_close(c);
-        return cdc_fail(err, CLOTHD_E_IO, "%s", msg);
+        return rc;
     }
     /* Connect, then wait for the `auth` reply the connection starts with. */
     int64_t deadline = cdc_deadline(c);
@@ -91,7 +94,10 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     }
     if (c->link == CDC_LINK_CLOSED) {
         clothd_code code = c->close_code ? c->close_code : CLOTHD_E_CLOSED;
-        if (code <= CLOTHD_WIRE_CODE_COUNT || code == CLOTHD_E_IO) /* the server's answer, or no server */
+        if (code == CLOTHD_E_IO) /* no server: say which one was asked for */
+            rc = cdc_fail(err, code, "cannot connect to clothd at %s:%u: %s", c->host, (unsigned)c->port,
+                          c->close_reason);
+        else if (code <= CLOTHD_WIRE_CODE_COUNT) /* the server's answer */
             rc = cdc_fail(err, code, "%s", c->close_reason);
         else
             rc = cdc_closed_error(c, err);

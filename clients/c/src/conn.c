@@ -228,6 +228,23 @@ static void keep_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const ch
     e->state = CDC_ARRIVED;
 }
 
+/* The reply's "warnings" (members the server did not read): counted, and
+ * each handed to on_warning. */
+static void report_warnings(clothd_client *c, clothd_ticket t, const cdc_jdoc *d)
+{
+    int list = cdc_jget(d, 0, "warnings");
+    if (list < 0 || cdc_jtype_of(d, list) != CDC_JARRAY)
+        return;
+    for (int i = cdc_jfirst(d, list); i >= 0 && (uint32_t)i < d->tok[list].next; i = cdc_jnext(d, i)) {
+        char text[512];
+        if (!cdc_jstr_copy(d, i, text, sizeof text, NULL))
+            continue;
+        c->stats.warnings++;
+        if (c->on_warning != NULL)
+            c->on_warning(c->user, t, text);
+    }
+}
+
 static void handle_line(clothd_client *c, const char *line, size_t len)
 {
     cdc_jdoc *d = &c->doc;
@@ -280,6 +297,7 @@ static void handle_line(clothd_client *c, const char *line, size_t len)
                  (unsigned long long)t);
         return;
     }
+    report_warnings(c, t, d);
     if (e->role != CDC_ROLE_USER) {
         cdc_internal_reply(c, e, t, d, 0);
         return;

@@ -132,6 +132,7 @@ struct clothd_client {
     size_t max_message;
     clothd_frame_fn on_frame;
     clothd_event_fn on_event;
+    clothd_warning_fn on_warning;
     void *user;
 
     /* The connection. */

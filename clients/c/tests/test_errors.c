@@ -38,7 +38,7 @@ static void each_request_error_should_come_back_typed(void)
     REQUIRE_OK(clothd_send_line(c, "{\"id\":\"\xff\",\"cmd\":\"ping\"}", 23, &t, &err), err);
     EXPECT(clothd_recv(c, t, &err), CLOTHD_E_PARSE_ERROR, "invalid UTF-8 at byte 7");
     EXPECT(clothd_request_json(c, "jump", NULL, NULL, NULL, &err), CLOTHD_E_UNKNOWN_COMMAND,
-           "unknown command \"jump\"");
+           "unknown command \"jump\" (hello lists the commands)");
 
     clothd_cloth_options o = clothd_cloth_default();
     o.width = clothd_i(1);
@@ -206,7 +206,75 @@ static void the_enum_should_match_protocol_md(void)
     CHECK(rows == CLOTHD_WIRE_CODE_COUNT, "PROTOCOL.md lists %d codes, codes.h %d", rows, CLOTHD_WIRE_CODE_COUNT);
 }
 
+/* What on_warning saw: each call's ticket and text. */
+typedef struct seen_warnings {
+    int count;
+    clothd_ticket tickets[4];
+    char texts[4][160];
+} seen_warnings;
+
+static void keep_warning(void *user, clothd_ticket ticket, const char *warning)
+{
+    seen_warnings *w = user;
+    if (w->count < 4) {
+        w->tickets[w->count] = ticket;
+        snprintf(w->texts[w->count], sizeof w->texts[0], "%s", warning);
+    }
+    w->count++;
+}
+
+static void a_replys_warnings_should_reach_on_warning(void)
+{
+    seen_warnings seen;
+    memset(&seen, 0, sizeof seen);
+    clothd_options o = clothd_options_default();
+    o.port = ct_main_server.port;
+    o.on_warning = keep_warning;
+    o.user = &seen;
+    clothd_client *c = NULL;
+    clothd_error err;
+    REQUIRE_OK(clothd_connect(&o, &c, &err), err);
+    clothd_ticket t;
+    REQUIRE_OK(clothd_send_json(c, "create", "\"width\":3,\"height\":3,\"stretchComplience\":0.01", &t, &err),
+               err);
+    char *line = NULL;
+    REQUIRE_OK(clothd_recv_json(c, t, &line, NULL, &err), err);
+    clothd_free(line);
+    CHECK(seen.count == 1 && seen.tickets[0] == t, "%d warnings", seen.count);
+    CHECK(strcmp(seen.texts[0], "unknown member \"stretchComplience\" (did you mean \"stretchCompliance\"?)") == 0,
+          "%s", seen.texts[0]);
+    /* A reply without warnings calls nothing; an error reply's are reported too. */
+    CHECK(clothd_ping(c, &err) == CLOTHD_OK && seen.count == 1);
+    EXPECT(clothd_request_json(c, "destroy", "\"instance\":999999,\"force\":true", NULL, NULL, &err),
+           CLOTHD_E_NOT_FOUND, "instance: no instance 999999");
+    CHECK(seen.count == 2 && strcmp(seen.texts[1], "unknown member \"force\"") == 0, "%s", seen.texts[1]);
+    CHECK(clothd_get_client_stats(c).warnings == 2);
+    clothd_close(c);
+}
+
+static void a_refused_connection_should_name_the_address(void)
+{
+    ct_fake *f = ct_fake_start(NULL, 0, true); /* a port that was free a moment ago */
+    REQUIRE(f != NULL);
+    uint16_t port = ct_fake_port(f);
+    ct_fake_stop(f);
+    clothd_options o = clothd_options_default();
+    o.port = port;
+    clothd_client *c = NULL;
+    clothd_error err;
+    char want[64];
+    snprintf(want, sizeof want, "cannot connect to clothd at 127.0.0.1:%u: ", (unsigned)port);
+    CHECK(clothd_connect(&o, &c, &err) == CLOTHD_E_IO && c == NULL);
+    CHECK(strncmp(err.message, want, strlen(want)) == 0 && strstr(err.message, "refused"), "%s", err.message);
+    o.host = "no-such-host.invalid";
+    CHECK(clothd_connect(&o, &c, &err) == CLOTHD_E_IO &&
+              strstr(err.message, "cannot connect to clothd at no-such-host.invalid:"),
+          "%s", err.message);
+}
+
 const ct_test ct_error_tests[] = {
+    {"errors: a reply's warnings reach on_warning", a_replys_warnings_should_reach_on_warning, 0},
+    {"errors: a refused connection names the address", a_refused_connection_should_name_the_address, 0},
     {"errors: parse, unknown, invalid, not found, limit come back typed", each_request_error_should_come_back_typed, 0},
     {"errors: line_too_long, then the server closes", a_line_too_long_should_close_the_connection, 0},
     {"errors: internal when the server runs out of memory", a_server_out_of_memory_should_answer_internal, 0},

@@ -228,6 +228,13 @@ typedef struct clothd_event {
  * blocking calls, clothd_poll() or clothd_close() on the same client. */
 typedef void (*clothd_frame_fn)(void *user, const clothd_frame *frame);
 typedef void (*clothd_event_fn)(void *user, const clothd_event *event);
+/* A reply's warning (PROTOCOL.md "Unknown members"): a member the server
+ * did not read, such as `unknown member "widht" (did you mean "width"?)`
+ * (one call per warning, NUL-terminated, valid during the call). `ticket`
+ * is the request's (as clothd_send_* returned it; a blocking call's own).
+ * Called on the client's thread when the reply is read, with the same
+ * rules as the other callbacks. */
+typedef void (*clothd_warning_fn)(void *user, clothd_ticket ticket, const char *warning);
 
 typedef struct clothd_options {
     const char *host;       /* NULL: "127.0.0.1"; a name or an IPv4/IPv6 address. Copied. */
@@ -245,7 +252,9 @@ typedef struct clothd_options {
     size_t max_message;
     clothd_frame_fn on_frame; /* NULL: frames only go to targets */
     clothd_event_fn on_event; /* NULL: events are dropped */
-    void *user;               /* passed to both callbacks; not owned */
+    void *user;               /* passed to the callbacks; not owned */
+    /* NULL: warnings are only counted (clothd_client_stats.warnings) */
+    clothd_warning_fn on_warning;
 } clothd_options;
 
 /* The zero value: every default above. Thread: any. */
@@ -254,6 +263,8 @@ CLOTHD_API clothd_options clothd_options_default(void);
 /* Connects (resolving the host once), sends `auth` when there is a token,
  * and waits for its reply. On success *out owns a new client: free it with
  * clothd_close(). On failure *out is NULL (CLOTHD_E_IO: cannot connect,
+ * "cannot connect to clothd at HOST:PORT: connect 127.0.0.1:7878:
+ * Connection refused",
  * CLOTHD_E_UNAUTHORIZED: token refused, CLOTHD_E_TIMEOUT, ...). `o` may be
  * NULL (all defaults); nothing of it is kept but copies (host, token).
  * Thread: any (the new client then belongs to one thread at a time). */
@@ -284,6 +295,7 @@ typedef struct clothd_client_stats {
     uint64_t bytes_in, bytes_out;
     uint64_t reconnects;    /* connections re-established */
     uint64_t async_errors;  /* error replies to requests sent without a ticket */
+    uint64_t warnings;      /* replies' warnings (members the server did not read) */
 } clothd_client_stats;
 /* The client's own counters (a copy). Thread: client. */
 CLOTHD_API clothd_client_stats clothd_get_client_stats(const clothd_client *c);
