@@ -1588,6 +1588,20 @@ Test(protocol_request, nested_objects_report_their_unknown_members_by_path)
     cJSON_Delete(root);
 }
 
+Test(protocol_request, hello_reads_strict_and_leaves_it_unchanged_without)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"hello\"}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_HELLO);
+    cr_assert_not(req.as.hello.has_strict);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"hello\",\"strict\":false}", &req);
+    cr_assert(req.as.hello.has_strict && !req.as.hello.strict);
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"hello\",\"strict\":\"yes\"}", CD_E_INVALID_ARGUMENT,
+                 "strict: must be true or false");
+}
+
 Test(protocol_request, replay_reads_to_and_enabled)
 {
     cd_request req;
