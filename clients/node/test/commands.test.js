@@ -94,7 +94,10 @@ test('a free cloth falls y0 - g t²/2 through the server (damping 0, 30 steps of
     const [x, y, z] = s.positions.subarray(3 * i, 3 * i + 3);
     const [x0, yStart, z0] = start.positions.subarray(3 * i, 3 * i + 3);
     assert.ok(Math.abs(y - (yStart - drop)) < 1e-3, `particle ${i}: y ${y}, expected ${yStart - drop}`);
-    assert.ok(Math.abs(x - x0) < 1e-5 && Math.abs(z - z0) < 1e-5, `particle ${i} moved sideways`);
+    // Sideways within 0.1 mm: under the default small steps (6 substeps) the
+    // passes' roundings leave a free cloth drifting ~0.06 mm in 0.5 s
+    // (PROTOCOL.md, "Small steps by default").
+    assert.ok(Math.abs(x - x0) < 1e-4 && Math.abs(z - z0) < 1e-4, `particle ${i} moved sideways`);
   }
   await client.destroy(id);
 });
