@@ -638,10 +638,17 @@ static void finish_batch(cd_server *server, cd_batch *batch)
     cd_metrics_step(server, batch->conn, batch->started, batch->count);
     /* Tearing changes the topology: between steps, on this thread (no
      * worker holds the instance any more), before the reply names it. The
-     * frames filled by the workers carry the state before the tear. */
-    for (uint32_t i = 0; i < batch->count; i++)
-        if (!batch->jobs[i].result.unstable && !batch->jobs[i].result.sleeping)
-            batch->jobs[i].torn = cd_world_tear(server->world, batch->jobs[i].id);
+     * frames the workers filled carry the state before the tear: a torn
+     * instance's are dropped and encoded again here (fan_out), so its
+     * subscribers' last frame has the particles its new topology names
+     * (a page that drew the last frame with the new triangles found two
+     * particles missing and fell back to points until the next step). */
+    for (uint32_t i = 0; i < batch->count; i++) {
+        cd_step_job *sj = &batch->jobs[i];
+        if (!sj->result.unstable && !sj->result.sleeping &&
+            (sj->torn = cd_world_tear(server->world, sj->id)) != 0)
+            release_frames(sj);
+    }
     batch->actual_ms = (double)(uv_hrtime() - batch->started) * 1e-6;
     if (batch->budget_ms > 0.0f) {
         uint32_t degraded = 0;

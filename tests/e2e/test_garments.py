@@ -340,6 +340,31 @@ class TearingTest(ServerTestCase):
         self.assertEqual(events[-1]["instance"], cid)
         self.assertEqual(events[-1]["triangles"], len(t["triangles"]) // 3)
 
+    def test_the_frame_of_a_step_that_tore_carries_the_new_particles(self):
+        """Tearing runs after the step, so the frames the workers encoded
+        held the particles before it; a page drawing the newest frame with
+        the new triangles found some missing until the next step."""
+        w, h = 24, 12
+        cid = self.c.create_cloth(width=w, height=h, spacing=0.05, gravity=[0, 0, 0],
+                                  tearStrain=0.3, sleepThreshold=0)
+        viewer = self.client()
+        viewer.request("subscribe", instance=cid)
+        self.c.pin(cid, [y * w for y in range(h)])
+        for f in range(1, 151):
+            right = [y * w + w - 1 for y in range(h)]
+            self.c.pin(cid, right, positions=[[(w - 1) * 0.05 + f / 60, -y * 0.05, 0]
+                                              for y in range(h)])
+            if cid in self.c.request("step", instances=[cid]).get("torn", []):
+                break
+        else:
+            self.fail("the sheet never tore")
+        particles = self.c.request("topology", instance=cid)["particles"]
+        self.assertGreater(particles, w * h)
+        viewer.request("ping")
+        frames = viewer.poll_frames()
+        self.assertTrue(frames, "the subscriber got frames")
+        self.assertEqual(len(frames[-1].positions), particles)
+
 
 class TearingDeterminismTest(unittest.TestCase):
     """The same commands tear the same edges on 1 and 4 workers (a 64 x 64
