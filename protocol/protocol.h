@@ -213,8 +213,11 @@ typedef struct cd_request {
          * it holds no NUL, no control byte, valid UTF-8) */
         struct { char token[CD_TOKEN_MAX + 1]; size_t len; } auth;
         /* the instances (none listed: all) and the snapshot's name */
-        struct { cd_id_list instances; char name[CD_SNAPSHOT_NAME_MAX + 1]; } save;
-        struct { char name[CD_SNAPSHOT_NAME_MAX + 1]; bool replace; } load;
+        /* memory: kept in the server's memory for this connection, not in a file. */
+        struct { cd_id_list instances; char name[CD_SNAPSHOT_NAME_MAX + 1]; bool memory; } save;
+        /* memory: this connection's memory snapshot; restore: each saved
+         * instance replaces the live one of its id (the others stay). */
+        struct { char name[CD_SNAPSHOT_NAME_MAX + 1]; bool replace, memory, restore; } load;
         /* the instances (none listed: all), the journal's name; or stop */
         struct {
             cd_id_list instances;

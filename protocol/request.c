@@ -667,11 +667,21 @@ static cd_status read_snapshot_name(const cJSON *obj, char out[CD_SNAPSHOT_NAME_
     return CD_OK;
 }
 
+/* An optional boolean member: false when absent. */
+static cd_status read_flag(const cJSON *obj, const char *name, bool *out, cd_error *err)
+{
+    const cJSON *item = cd_json_member(obj, name);
+    *out = false;
+    return item ? cd_json_bool(item, name, out, err) : CD_OK;
+}
+
 static cd_status parse_save(const cJSON *obj, const cd_limits *lim, cd_request *req,
                             cd_error *err)
 {
     cd_status st = read_instance_list(obj, lim, req, &req->as.save.instances, err);
-    return st != CD_OK ? st : read_snapshot_name(obj, req->as.save.name, err);
+    if (st == CD_OK)
+        st = read_snapshot_name(obj, req->as.save.name, err);
+    return st != CD_OK ? st : read_flag(obj, "memory", &req->as.save.memory, err);
 }
 
 static cd_status parse_load(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -679,11 +689,17 @@ static cd_status parse_load(const cJSON *obj, const cd_limits *lim, cd_request *
 {
     (void)lim;
     cd_status st = read_snapshot_name(obj, req->as.load.name, err);
-    if (st != CD_OK)
-        return st;
-    const cJSON *replace = cd_json_member(obj, "replace");
-    req->as.load.replace = false;
-    return replace ? cd_json_bool(replace, "replace", &req->as.load.replace, err) : CD_OK;
+    if (st == CD_OK)
+        st = read_flag(obj, "replace", &req->as.load.replace, err);
+    if (st == CD_OK)
+        st = read_flag(obj, "memory", &req->as.load.memory, err);
+    if (st == CD_OK)
+        st = read_flag(obj, "restore", &req->as.load.restore, err);
+    if (st == CD_OK && req->as.load.replace && req->as.load.restore)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "restore: not with \"replace\" (replace makes the snapshot the whole world; "
+                       "restore puts back only its instances)");
+    return st;
 }
 
 static cd_status parse_record(const cJSON *obj, const cd_limits *lim, cd_request *req,

@@ -36,6 +36,7 @@ typedef struct cd_batch cd_batch;
 typedef struct cd_event_slot cd_event_slot;
 typedef struct cd_health cd_health;
 typedef struct cd_save_job cd_save_job;
+typedef struct cd_memory_snapshot cd_memory_snapshot;
 typedef struct cd_recording cd_recording;
 
 /* What a connection may send (server/auth.c). */
@@ -138,6 +139,7 @@ struct cd_conn {
     cd_request deferred;
     cd_batch *own_batch; /* a step of this client's in flight */
     cd_save_job *own_save; /* a save of this client's being written */
+    cd_memory_snapshot *memory_snapshots; /* its "memory":true saves (snapshots.c) */
     bool resume;         /* its step replied: run the lines that wait */
 
     /* Output accounting: each write counted at its true cost while queued. */
@@ -195,6 +197,7 @@ struct cd_server {
     uint32_t saves_writing;    /* snapshot files being written on libuv's thread pool */
     bool autosave_writing;     /* one of them is an autosave */
     bool final_autosave;       /* stopping: the last autosave waits for those writes */
+    uint64_t memory_snapshot_particles; /* held by every connection's memory snapshots */
     cd_recording *recording;   /* the journal being written, NULL when none */
 };
 
@@ -314,7 +317,8 @@ void cd_snapshots_steps_idle(cd_server *server);
 /* Shutting down, no step running (the pool is joined): the last autosave,
  * once the files being written are. */
 void cd_snapshots_stop(cd_server *server);
-/* The connection is going away: its save must not reply to it. */
+/* The connection is going away: its save must not reply to it, and its
+ * memory snapshots are freed. */
 void cd_snapshots_forget_conn(cd_conn *conn);
 
 /* ---- journal.c: journal files (record, replay) ---- */
@@ -349,6 +353,8 @@ void cd_recording_command(cd_server *server, const cd_request *req);
  * the journal ends). */
 void cd_recording_step(cd_server *server, const cd_id *ids, const int32_t *levels, uint32_t count,
                        float dt);
+/* Does the recording hold any of these instances? */
+bool cd_recording_holds(const cd_server *server, const cd_id *ids, uint32_t count);
 /* Stopping (or a load replacing the world): the journal is closed with its
  * STOP record. */
 void cd_recording_shutdown(cd_server *server);

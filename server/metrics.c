@@ -318,6 +318,7 @@ void cd_metrics_budget(cd_server *server, double budget_ms, double actual_ms, ui
     cd_metrics *m = &server->metrics;
     m->budget_steps++;
     m->budget_overruns += actual_ms > budget_ms;
+    m->budget_seconds += budget_ms / 1000.0;
     m->degraded_instance_steps += degraded;
 }
 
@@ -428,6 +429,8 @@ cd_dispatch_result cd_cmd_stats(cd_conn *conn, const cd_request *req)
     cJSON_AddNumberToObject(budget, "steps", (double)m->budget_steps);
     cJSON_AddNumberToObject(budget, "overruns", (double)m->budget_overruns);
     cJSON_AddNumberToObject(budget, "degradedInstances", (double)m->degraded_instance_steps);
+    /* To the nanosecond: the float budgets' last bits are noise. */
+    cJSON_AddNumberToObject(budget, "budgetSeconds", round(m->budget_seconds * 1e9) / 1e9);
     cJSON_AddNumberToObject(steps, "perSecond", round(step_rate(server) * 100.0) / 100.0);
     cJSON *dur = cJSON_AddObjectToObject(steps, "durationSeconds");
     cJSON_AddNumberToObject(dur, "count", (double)m->steps);
@@ -544,6 +547,8 @@ char *cd_metrics_prometheus(cd_server *server, size_t *len)
            (double)m->budget_steps);
     sample(&t, "clothd_budget_overruns_total", "counter",
            "Steps with a time budget that took longer than it.", (double)m->budget_overruns);
+    sample(&t, "clothd_budget_seconds_total", "counter",
+           "The time budgets of the steps with one, summed, in seconds.", m->budget_seconds);
     sample(&t, "clothd_degraded_instance_steps_total", "counter",
            "Instances a step's budget stepped below their own level of detail.",
            (double)m->degraded_instance_steps);

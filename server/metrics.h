@@ -36,6 +36,7 @@ typedef struct cd_metrics {
     uint64_t slow_steps;               /* batches over --slow-step-ms */
     uint64_t budget_steps;             /* batches with a time budget */
     uint64_t budget_overruns;          /* of those, slower than their budget */
+    double budget_seconds;             /* their budgets' sum (a plot's budget line: its mean) */
     uint64_t degraded_instance_steps;  /* instances the budget stepped below their level */
     uint64_t step_buckets[CD_STEP_BUCKET_COUNT + 1]; /* per bucket (not cumulative); last: +Inf */
     double step_seconds;               /* their durations' sum */

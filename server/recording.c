@@ -110,6 +110,14 @@ static bool recorded(const cd_recording *r, cd_id id)
     return false;
 }
 
+bool cd_recording_holds(const cd_server *server, const cd_id *ids, uint32_t count)
+{
+    for (uint32_t i = 0; server->recording != NULL && i < count; i++)
+        if (recorded(server->recording, ids[i]))
+            return true;
+    return false;
+}
+
 /* What a recording keeps: the requests that change one instance. The
  * global wind is not among them: each STEP holds the wind its step got. */
 static bool changes_an_instance(cd_command cmd)

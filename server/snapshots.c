@@ -17,7 +17,15 @@
  * and after any file still being written, so that the last one wins. At
  * start the newest snapshot that loads whole is loaded; a damaged one is
  * skipped with a warning, as Redis refuses a corrupt RDB with a clear
- * message. */
+ * message.
+ *
+ * A save with "memory":true keeps the bytes in memory for the connection
+ * that saved them instead (a viewer's reset points): no file, no
+ * --data-dir, never loaded at start, gone with the connection; all of them
+ * together hold at most --max-total-particles particles. A load with
+ * "restore":true puts each saved instance back in place of the live one of
+ * its id, the others left alone (CD_SNAPSHOT_RESTORE). */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +52,22 @@ struct cd_save_job {
 };
 
 static uint64_t next_seq;
+
+struct cd_memory_snapshot {
+    cd_memory_snapshot *next;
+    char name[CD_SNAPSHOT_NAME_MAX + 1];
+    uint8_t *data;
+    size_t len;
+    uint64_t particles;
+};
+
+static cd_memory_snapshot **find_memory(cd_conn *conn, const char *name)
+{
+    cd_memory_snapshot **at = &conn->memory_snapshots;
+    while (*at != NULL && strcmp((*at)->name, name) != 0)
+        at = &(*at)->next;
+    return at;
+}
 
 static void log_saved(cd_server *server, const cd_save_job *job, double total_ms)
 {
@@ -168,14 +192,74 @@ static bool require_data_dir(cd_conn *conn, const cd_request *req)
     return false;
 }
 
+/* "memory":true: serialised now and kept for this connection under its
+ * name (replacing one of that name); the reply at once. */
+static void save_memory(cd_conn *conn, const cd_request *req, const cd_id *ids, uint32_t count)
+{
+    cd_server *server = conn->server;
+    const char *name = req->as.save.name;
+    uint64_t particles = 0;
+    for (uint32_t i = 0; i < count; i++)
+        particles += cd_instance_particle_count(cd_world_get(server->world, ids[i]));
+    cd_memory_snapshot **at = find_memory(conn, name);
+    const uint64_t held = server->memory_snapshot_particles - (*at != NULL ? (*at)->particles : 0);
+    const uint64_t limit = server->opts.max_total_particles;
+    if (limit != 0 && held + particles > limit) {
+        cd_reply_fail(conn, req, CD_E_LIMIT_EXCEEDED,
+                      "memory: %" PRIu64 " particles in the memory snapshots would exceed "
+                      "--max-total-particles (%" PRIu64 ")",
+                      held + particles, limit);
+        return;
+    }
+    uint8_t *data = NULL;
+    size_t len = 0;
+    cd_field_fault fault;
+    cd_status st = cd_snapshot_save(server->world, ids, count, &data, &len, &fault);
+    cd_memory_snapshot *snap = st == CD_OK ? *at : NULL;
+    if (st == CD_OK && snap == NULL && (snap = calloc(1, sizeof *snap)) != NULL) {
+        snprintf(snap->name, sizeof snap->name, "%s", name);
+        *at = snap;
+    }
+    if (st != CD_OK || snap == NULL) {
+        free(data);
+        if (st == CD_OK)
+            cd_reply_fail(conn, req, CD_E_INTERNAL, "save: out of memory");
+        else
+            cd_reply_fail(conn, req, st, "save: %.47s: %.150s", fault.field, fault.reason);
+        return;
+    }
+    free(snap->data);
+    server->memory_snapshot_particles = held + particles;
+    snap->data = data;
+    snap->len = len;
+    snap->particles = particles;
+    if (cd_log_begin(&server->log, CD_LOG_DEBUG, "snapshot-saved")) {
+        cd_log_str(&server->log, "name", name);
+        cd_log_str(&server->log, "memory", "true");
+        cd_log_uint(&server->log, "instances", count);
+        cd_log_uint(&server->log, "bytes", len);
+        cd_log_end(&server->log);
+    }
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON_AddStringToObject(reply, "name", name);
+    cJSON_AddNumberToObject(reply, "instances", count);
+    cJSON_AddNumberToObject(reply, "bytes", (double)len);
+    cd_conn_send_reply(conn, reply);
+}
+
 cd_dispatch_result cd_cmd_save(cd_conn *conn, const cd_request *req)
 {
-    if (!require_data_dir(conn, req))
+    if (!req->as.save.memory && !require_data_dir(conn, req))
         return CD_DISPATCH_DONE;
     uint32_t count = 0;
     cd_id *ids = cd_resolve_ids(conn, req, &req->as.save.instances, &count);
     if (ids == NULL)
         return CD_DISPATCH_DONE;
+    if (req->as.save.memory) {
+        save_memory(conn, req, ids, count);
+        free(ids);
+        return CD_DISPATCH_DONE;
+    }
     cd_status code = CD_E_INTERNAL;
     char err[200];
     cd_save_job *job = serialise(conn->server, req->as.save.name, ids, count, &code, err, sizeof err);
@@ -202,6 +286,13 @@ void cd_snapshots_forget_conn(cd_conn *conn)
         conn->own_save->conn = NULL;
         conn->own_save = NULL;
     }
+    while (conn->memory_snapshots != NULL) {
+        cd_memory_snapshot *snap = conn->memory_snapshots;
+        conn->memory_snapshots = snap->next;
+        conn->server->memory_snapshot_particles -= snap->particles;
+        free(snap->data);
+        free(snap);
+    }
 }
 
 /* After a load: subscriptions to instances that are gone are forgotten,
@@ -220,34 +311,49 @@ static void announce_load(cd_server *server, const cd_id *old, uint32_t old_coun
 
 cd_dispatch_result cd_cmd_load(cd_conn *conn, const cd_request *req)
 {
-    if (!require_data_dir(conn, req))
+    const bool memory = req->as.load.memory;
+    if (!memory && !require_data_dir(conn, req))
         return CD_DISPATCH_DONE;
     cd_server *server = conn->server;
     const char *name = req->as.load.name;
     uint8_t *data = NULL;
     size_t len = 0;
-    char err[200];
-    cd_file_status fs = cd_snapshot_file_read(server->opts.data_dir, name, &data, &len, err,
-                                              sizeof err);
-    if (fs != CD_FILE_OK) {
-        cd_reply_fail(conn, req, fs == CD_FILE_MISSING ? CD_E_NOT_FOUND : CD_E_INTERNAL,
-                      "name: no snapshot \"%s\" (%s)", name, err);
-        return CD_DISPATCH_DONE;
+    if (memory) {
+        const cd_memory_snapshot *snap = *find_memory(conn, name);
+        if (snap == NULL) {
+            cd_reply_fail(conn, req, CD_E_NOT_FOUND,
+                          "name: no memory snapshot \"%s\" on this connection", name);
+            return CD_DISPATCH_DONE;
+        }
+        data = snap->data; /* the connection's: not freed here */
+        len = snap->len;
+    } else {
+        char err[200];
+        cd_file_status fs = cd_snapshot_file_read(server->opts.data_dir, name, &data, &len, err,
+                                                  sizeof err);
+        if (fs != CD_FILE_OK) {
+            cd_reply_fail(conn, req, fs == CD_FILE_MISSING ? CD_E_NOT_FOUND : CD_E_INTERNAL,
+                          "name: no snapshot \"%s\" (%s)", name, err);
+            return CD_DISPATCH_DONE;
+        }
     }
     const uint32_t live = cd_world_count(server->world);
     cd_id *old = malloc(sizeof *old * (live ? live : 1));
     if (old == NULL) {
-        free(data);
+        if (!memory)
+            free(data);
         cd_reply_fail(conn, req, CD_E_INTERNAL, "load: out of memory");
         return CD_DISPATCH_DONE;
     }
     const uint32_t old_count = cd_world_list(server->world, old, live);
     cd_snapshot_loaded loaded;
     cd_field_fault fault;
-    cd_status st = cd_snapshot_load(server->world, data, len,
-                                    req->as.load.replace ? CD_SNAPSHOT_REPLACE : CD_SNAPSHOT_ADD,
-                                    &loaded, &fault);
-    free(data);
+    const cd_snapshot_mode mode = req->as.load.replace   ? CD_SNAPSHOT_REPLACE
+                                  : req->as.load.restore ? CD_SNAPSHOT_RESTORE
+                                                         : CD_SNAPSHOT_ADD;
+    cd_status st = cd_snapshot_load(server->world, data, len, mode, &loaded, &fault);
+    if (!memory)
+        free(data);
     if (st != CD_OK) {
         cd_error e;
         cd_fail_fault(&e, st, &fault);
@@ -255,8 +361,9 @@ cd_dispatch_result cd_cmd_load(cd_conn *conn, const cd_request *req)
         free(old);
         return CD_DISPATCH_DONE;
     }
-    if (req->as.load.replace)
-        cd_recording_shutdown(server); /* its instances are gone: the journal ends here */
+    /* Its instances are gone, or back at another state: the journal ends here. */
+    if (req->as.load.replace || cd_recording_holds(server, loaded.ids, loaded.info.instances))
+        cd_recording_shutdown(server);
     const cd_snapshot_info info = loaded.info;
     const cd_id *ids = loaded.ids;
     announce_load(server, old, old_count, ids, info.instances);
@@ -266,6 +373,8 @@ cd_dispatch_result cd_cmd_load(cd_conn *conn, const cd_request *req)
         cd_log_uint(&server->log, "instances", info.instances);
         cd_log_uint(&server->log, "particles", info.particles);
         cd_log_str(&server->log, "replace", req->as.load.replace ? "true" : "false");
+        cd_log_str(&server->log, "restore", req->as.load.restore ? "true" : "false");
+        cd_log_str(&server->log, "memory", memory ? "true" : "false");
         cd_log_end(&server->log);
     }
     cJSON *reply = cd_reply_ok(req->id);

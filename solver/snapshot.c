@@ -890,6 +890,9 @@ static cd_status check_limits(const cd_world *world, const decoded *d, cd_snapsh
     uint64_t total = replace ? 0 : cd_world_total_particles(world);
     for (uint32_t i = 0; i < d->count; i++) {
         const cd_instance *inst = d->instances[i];
+        const cd_instance *live = mode == CD_SNAPSHOT_RESTORE ? cd_world_get(world, inst->id) : NULL;
+        if (live != NULL)
+            total -= live->particle_count; /* replaced */
         char label[48];
         snprintf(label, sizeof label, "instance %" PRIu32, inst->id);
         if (mode != CD_SNAPSHOT_NEW_IDS && cd_id_index(inst->id) > def->max_instances)
@@ -915,6 +918,19 @@ static cd_status check_limits(const cd_world *world, const decoded *d, cd_snapsh
         return cd_fault_set(fault, CD_E_LIMIT_EXCEEDED, CD_FAULT_TOTAL_PARTICLES, "instances",
                             "%" PRIu64 " particles in all would exceed the limit of %" PRIu64,
                             total, def->max_total_particles);
+    if (mode == CD_SNAPSHOT_RESTORE)
+        for (uint32_t i = 0; i < d->count; i++) {
+            const cd_id id = d->instances[i]->id;
+            if (!cd_world_slot_taken(world, id) || cd_world_get(world, id) != NULL)
+                continue;
+            const cd_instance *other = NULL;
+            for (uint32_t g = 0; other == NULL && g <= UINT16_MAX; g++)
+                other = cd_world_get(world, (g << 16) | cd_id_index(id));
+            return cd_fault_set(fault, CD_E_INVALID_ARGUMENT, CD_FAULT_FIELD, "instances",
+                                "instance %" PRIu32 " is gone and its slot holds instance %" PRIu32
+                                " (a restore replaces only the saved instance itself)",
+                                id, other ? other->id : 0);
+        }
     if (mode == CD_SNAPSHOT_ADD)
         for (uint32_t i = 0; i < d->count; i++)
             if (cd_world_slot_taken(world, d->instances[i]->id)) {
@@ -976,6 +992,8 @@ cd_status cd_snapshot_load(cd_world *world, const uint8_t *data, size_t len, cd_
     }
     for (uint32_t i = 0; i < d.count; i++) {
         saved[i] = d.instances[i]->id;
+        if (mode == CD_SNAPSHOT_RESTORE)
+            cd_world_destroy_instance(world, saved[i]); /* the live one, if any: its slot is taken back below */
         if (mode == CD_SNAPSHOT_NEW_IDS)
             ids[i] = cd_world_place(world, d.instances[i]);
         else
@@ -985,7 +1003,7 @@ cd_status cd_snapshot_load(cd_world *world, const uint8_t *data, size_t len, cd_
     if (mode == CD_SNAPSHOT_REPLACE)
         cd_world_rebuild_free(world, d.generations, d.generation_count, d.fifo, d.fifo_count, fifo,
                               seen);
-    else if (mode == CD_SNAPSHOT_ADD)
+    else if (mode == CD_SNAPSHOT_ADD || mode == CD_SNAPSHOT_RESTORE)
         cd_world_rebuild_free(world, NULL, 0, NULL, 0, fifo, seen);
     else
         free(fifo); /* create's own slot order stands */

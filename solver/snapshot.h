@@ -59,6 +59,13 @@ typedef enum cd_snapshot_mode {
     /* Under new ids, as create hands them out (replay: the originals may
      * still be live); the global wind is left alone. */
     CD_SNAPSHOT_NEW_IDS,
+    /* Under their saved ids, each replacing the live instance of that very
+     * id (a reset to a saved state: same id, every field as saved) or
+     * taking its free slot; a slot that holds another instance (another
+     * generation: the saved one is gone) is CD_E_INVALID_ARGUMENT, fault
+     * "instances". The other live instances and the global wind are left
+     * alone. */
+    CD_SNAPSHOT_RESTORE,
 } cd_snapshot_mode;
 
 /* What a load did: the ids in file order (malloc'd), as saved and as

@@ -243,6 +243,99 @@ Test(snapshot, load_without_replace_should_refuse_an_id_in_use_and_change_nothin
     cd_world_destroy(b);
 }
 
+static uint64_t positions_hash(const cd_world *world, cd_id id)
+{
+    const cd_instance *inst = cd_world_get(world, id);
+    cr_assert_not_null(inst, "instance %u is there", id);
+    return fx_fnv1a(cd_instance_local_positions(inst),
+                    sizeof(float) * 3 * cd_instance_particle_count(inst));
+}
+
+static uint64_t frame_of(const cd_world *world, cd_id id)
+{
+    cd_instance_info info;
+    cd_instance_get_info(cd_world_get(world, id), &info);
+    return info.frame;
+}
+
+/* A viewer's reset: one instance saved, the world stepped on, the instance
+ * put back under its own id while the others keep their steps; it then
+ * steps bit for bit as a copy of the world taken at the save does. */
+Test(snapshot, restore_should_put_one_instance_back_in_place_and_leave_the_others)
+{
+    cd_id ids[3];
+    cd_world *a = busy_world(ids);
+    for (int k = 0; k < 30; k++)
+        step_all(a, ids, k);
+    size_t len = 0, whole_len = 0;
+    uint8_t *cape = NULL;
+    cd_field_fault fault;
+    cr_assert_eq(cd_snapshot_save(a, &ids[0], 1, &cape, &len, &fault), CD_OK);
+    uint8_t *whole = save_all(a, &whole_len);
+    cd_world *b = fx_world(); /* the world as it was at the save */
+    cr_assert_eq(cd_snapshot_load(b, whole, whole_len, CD_SNAPSHOT_REPLACE, NULL, NULL), CD_OK);
+    for (int k = 30; k < 90; k++)
+        step_all(a, ids, k);
+    const uint64_t sheet = positions_hash(a, ids[1]);
+    cr_assert_neq(positions_hash(a, ids[0]), positions_hash(b, ids[0]), "the cape moved on");
+
+    cd_snapshot_loaded loaded;
+    cr_assert_eq(cd_snapshot_load(a, cape, len, CD_SNAPSHOT_RESTORE, &loaded, &fault), CD_OK, "%s",
+                 fault.reason);
+    cr_assert_eq(loaded.info.instances, 1u);
+    cr_assert_eq(loaded.ids[0], ids[0], "the same id");
+    cd_snapshot_loaded_free(&loaded);
+    cr_assert_eq(cd_world_count(a), 3u);
+    cr_assert_eq(frame_of(a, ids[0]), 30u, "the cape is back at frame 30");
+    cr_assert_eq(frame_of(a, ids[1]), 90u, "the sheet keeps its steps");
+    cr_assert_eq(positions_hash(a, ids[1]), sheet);
+    cr_assert_eq(positions_hash(a, ids[0]), positions_hash(b, ids[0]));
+    for (int k = 30; k < 120; k++) {
+        step_all(a, ids, k);
+        step_all(b, ids, k);
+        cr_assert_eq(positions_hash(a, ids[0]), positions_hash(b, ids[0]), "bit-identical at step %d", k);
+    }
+    /* The slot table is untouched: both hand out the same next id. */
+    cd_cloth_def def = cd_default_cloth_def();
+    cd_id na = 0, nb = 0;
+    cr_assert_eq(cd_world_create_cloth(a, &def, &na), CD_OK);
+    cr_assert_eq(cd_world_create_cloth(b, &def, &nb), CD_OK);
+    cr_assert_eq(na, nb, "next id %u and %u", na, nb);
+    free(cape);
+    free(whole);
+    cd_world_destroy(a);
+    cd_world_destroy(b);
+}
+
+Test(snapshot, restore_should_bring_back_a_destroyed_instance_but_refuse_a_slot_taken_by_another)
+{
+    cd_id ids[3];
+    cd_world *a = busy_world(ids);
+    size_t len = 0;
+    uint8_t *cape = NULL;
+    cr_assert_eq(cd_snapshot_save(a, &ids[0], 1, &cape, &len, NULL), CD_OK);
+    cr_assert_eq(cd_world_destroy_instance(a, ids[0]), CD_OK);
+    cr_assert_eq(cd_snapshot_load(a, cape, len, CD_SNAPSHOT_RESTORE, NULL, NULL), CD_OK);
+    cr_assert_not_null(cd_world_get(a, ids[0]), "back under its id in its free slot");
+    cr_assert_eq(cd_world_count(a), 3u);
+    /* Gone again, and its slot handed to a new instance (another id). */
+    cr_assert_eq(cd_world_destroy_instance(a, ids[0]), CD_OK);
+    cd_cloth_def def = cd_default_cloth_def();
+    cd_id other = 0;
+    do
+        cr_assert_eq(cd_world_create_cloth(a, &def, &other), CD_OK);
+    while (cd_id_index(other) != cd_id_index(ids[0]));
+    const uint32_t count = cd_world_count(a);
+    cd_field_fault fault;
+    cr_assert_eq(cd_snapshot_load(a, cape, len, CD_SNAPSHOT_RESTORE, NULL, &fault),
+                 CD_E_INVALID_ARGUMENT);
+    cr_assert(strstr(fault.reason, "is gone") != NULL, "%s", fault.reason);
+    cr_assert_eq(cd_world_count(a), count, "nothing changed");
+    cr_assert_not_null(cd_world_get(a, other));
+    free(cape);
+    cd_world_destroy(a);
+}
+
 Test(snapshot, load_over_the_world_limits_should_be_limit_exceeded)
 {
     cd_id ids[3];

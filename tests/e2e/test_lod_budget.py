@@ -101,7 +101,9 @@ class StepBudgetTest(unittest.TestCase):
         srv = fresh_server(self, "--step-cost-ps", str(RATE_PS))
         with srv.client() as c:
             ids = capes(c)
+            budgets = []  # each step's budget as applied, for stats' sum
             r = c.step(DT, budget_ms=BIG)
+            budgets.append(r["budgetMs"])
             self.assertEqual(r["degraded"], [])
             self.assertEqual(r["budgetMs"], BIG)
             self.assertGreater(r["actualMs"], 0)
@@ -111,11 +113,13 @@ class StepBudgetTest(unittest.TestCase):
 
             # 1% over 80% of the budget: the lowest priority loses one level.
             r = c.step(DT, budget_ms=round(full * 0.99 / 0.8, 6))
+            budgets.append(r["budgetMs"])
             self.assertEqual(levels(r), {ids[0]: 1})
             self.assertLessEqual(r["predictedMs"], r["budgetMs"] * 0.8 + 1e-6)
 
             # Tighter: lower priorities at least as coarse as higher ones.
             r = c.step(DT, budget_ms=round(full * 0.6 / 0.8, 6))
+            budgets.append(r["budgetMs"])
             tight = len(r["degraded"])
             lv = [levels(r).get(i, 0) for i in ids]
             self.assertEqual(lv, sorted(lv, reverse=True), f"levels by priority: {lv}")
@@ -125,14 +129,17 @@ class StepBudgetTest(unittest.TestCase):
 
             # Impossible: everything at the floor, stepped all the same.
             r = c.step(DT, budget_ms=0.001)
+            budgets.append(r["budgetMs"])
             self.assertEqual(r["stepped"], 4)
             self.assertEqual(levels(r), {i: 2 for i in ids}, "the floor, level 2, never 3")
             self.assertGreater(r["predictedMs"], r["budgetMs"])
 
             # Room again: back to full detail, one level a step.
             r = c.step(DT, budget_ms=BIG)
+            budgets.append(r["budgetMs"])
             self.assertEqual(levels(r), {i: 1 for i in ids})
             r = c.step(DT, budget_ms=BIG)
+            budgets.append(r["budgetMs"])
             self.assertEqual(r["degraded"], [])
             self.assertAlmostEqual(r["predictedMs"], full, places=5)
 
@@ -141,6 +148,9 @@ class StepBudgetTest(unittest.TestCase):
             self.assertEqual(budget["steps"], 6)
             self.assertEqual(budget["degradedInstances"], 1 + tight + 4 + 4)
             self.assertGreaterEqual(budget["overruns"], 1, "1 µs is over any step")
+            # The budgets summed (a viewer plots their mean as its budget line).
+            self.assertEqual(len(budgets), 6)
+            self.assertAlmostEqual(budget["budgetSeconds"], sum(budgets) / 1000, places=9)
 
     def test_own_coarse_level_is_kept_and_not_reported(self):
         srv = fresh_server(self, "--step-cost-ps", str(RATE_PS))

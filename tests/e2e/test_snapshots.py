@@ -62,6 +62,93 @@ def state(c, ids):
     return out
 
 
+class MemorySnapshots(unittest.TestCase):
+    """`save` with "memory":true and `load` with "restore":true (issue 12: a
+    viewer's reset points): kept for the connection that saved them, no
+    file and no --data-dir, one instance put back in place under its own
+    id while the others keep their steps, bounded by --max-total-particles
+    and freed with the connection."""
+
+    def error(self, c, cmd, **fields):
+        with self.assertRaises(ClothdError) as ctx:
+            c.request(cmd, **fields)
+        return ctx.exception.code, str(ctx.exception)
+
+    def test_restore_should_put_the_saved_instance_back_in_place_and_tell_subscribers(self):
+        srv = fresh_server(self)
+        with srv.client() as c, srv.client() as watcher:
+            a = c.create_cloth(8, 8)
+            b = c.create_cloth(5, 5, origin=[2, 1, 0])
+            c.pin(a, 0)
+            for _ in range(3):
+                c.step()
+            saved = c.request("get", instance=a)
+            reply = c.request("save", name="reset-a", instances=[a], memory=True)
+            self.assertEqual(reply["instances"], 1)
+            self.assertGreater(reply["bytes"], 64 * 12)
+            for _ in range(20):
+                c.step()
+            self.assertNotEqual(c.request("get", instance=a)["positions"], saved["positions"])
+            watcher.subscribe(instance=a)
+            reply = c.request("load", name="reset-a", memory=True, restore=True)
+            self.assertEqual(reply["instances"], [a], "the same id")
+            back = c.request("get", instance=a)
+            self.assertEqual((back["frame"], back["time"]), (3, saved["time"]))
+            self.assertEqual(back["positions"], saved["positions"])
+            self.assertEqual(back["pinned"], [0])
+            self.assertEqual(c.request("get", instance=b)["frame"], 23, "the other instance keeps its steps")
+            seen = []
+            while not seen or seen[-1] != 3:
+                seen.append(watcher.next_frame(timeout=5).frame)
+            self.assertLessEqual(len(seen), 2, f"a subscriber sees the restored state at once: {seen}")
+            c.step()
+            self.assertEqual(c.request("get", instance=a)["frame"], 4)
+            # Destroyed: restore brings it back under its id.
+            c.request("destroy", instance=a)
+            self.assertEqual(c.request("load", name="reset-a", memory=True, restore=True)["instances"], [a])
+            self.assertEqual(c.request("get", instance=a)["frame"], 3)
+            # Another connection has none of this one's memory snapshots.
+            code, msg = self.error(watcher, "load", name="reset-a", memory=True, restore=True)
+            self.assertEqual(code, "not_found")
+            self.assertIn("no memory snapshot", msg)
+            code, msg = self.error(c, "load", name="reset-a", memory=True, restore=True, replace=True)
+            self.assertEqual(code, "invalid_argument")
+            self.assertIn("restore:", msg)
+            code, msg = self.error(c, "save", name="x", memory="yes")
+            self.assertEqual(code, "invalid_argument")
+            self.assertIn("memory:", msg)
+
+    def test_memory_snapshots_should_be_bounded_and_freed_with_their_connection(self):
+        srv = fresh_server(self, "--max-total-particles", "200")
+        with srv.client() as owner:
+            a = owner.create_cloth(8, 8)  # 64 particles
+            with srv.client() as c:
+                for name in ("one", "two", "three"):
+                    c.request("save", name=name, instances=[a], memory=True)
+                c.request("save", name="one", instances=[a], memory=True)  # replaced, not added
+                code, msg = self.error(c, "save", name="four", instances=[a], memory=True)
+                self.assertEqual(code, "limit_exceeded")
+                self.assertIn("256 particles in the memory snapshots", msg)
+            with srv.client() as c:  # the first connection's are gone with it
+                for name in ("one", "two", "three"):
+                    c.request("save", name=name, instances=[a], memory=True)
+
+    def test_restoring_a_recorded_instance_should_end_the_recording(self):
+        d = tempfile.mkdtemp(prefix="clothd-mem-")
+        self.addCleanup(shutil.rmtree, d, True)
+        srv = fresh_server(self, "--data-dir", d)
+        with srv.client() as c:
+            a = c.create_cloth(6, 6)
+            c.request("save", name="r", instances=[a], memory=True)
+            self.assertEqual(os.listdir(d), [], "a memory snapshot writes no file")
+            c.request("record", name="j", instances=[a])
+            c.step()
+            self.assertEqual(c.request("journals")["recording"]["name"], "j")
+            c.request("load", name="r", memory=True, restore=True)
+            self.assertIsNone(c.request("journals")["recording"], "the journal ends at the restore")
+            self.assertEqual(sorted(os.listdir(d)), ["j.cdj"])
+
+
 class SnapshotRestart(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="clothd-snap-")
