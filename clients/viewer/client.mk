@@ -40,4 +40,5 @@ viewer-test: viewer-deps $(BUILD)/clothd $(VIEWER_STAMP)
 	CLOTHD_BIN=$(abspath $(BUILD)/clothd) VIEWER_ARTIFACTS=$(abspath $(BUILD)/artifacts) node --test --test-reporter=spec \
 	  $(VIEWER_DIR)/test/frame.test.mjs $(VIEWER_DIR)/test/viewer.test.mjs $(VIEWER_DIR)/test/security.test.mjs \
 	  $(VIEWER_DIR)/test/auth.test.mjs $(VIEWER_DIR)/test/garment.test.mjs $(VIEWER_DIR)/test/channels.test.mjs \
-	  $(VIEWER_DIR)/test/timeline.test.mjs $(VIEWER_DIR)/test/shapes.test.mjs
+	  $(VIEWER_DIR)/test/timeline.test.mjs $(VIEWER_DIR)/test/shapes.test.mjs \
+	  $(VIEWER_DIR)/test/drape.test.mjs $(VIEWER_DIR)/test/controls.test.mjs

@@ -5,7 +5,8 @@
 // wind) and each instance's render topology (triangles, read once) beside them.
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
 // With clothd's --data-dir, a timeline replays a recorded journal to any
-// frame (lib/timeline.js). Only its own page may drive it (Host and Origin
+// frame (lib/timeline.js). Pages can pause, single-step and reset the
+// simulation (lib/sim.js) and plot clothd's step time (lib/steptimes.js). Only its own page may drive it (Host and Origin
 // rules, lib/access.js); with a token it authenticates to clothd, and a read-only token makes the
 // whole viewer read-only.
 //
@@ -22,6 +23,8 @@ import { WebSocketServer } from 'ws';
 import { ClothdConnection, loadToken, parseAddress } from './lib/clothd.js';
 import { AccessPolicy, openStatic, parseAllowHost, parseAllowOrigin, staticFile } from './lib/access.js';
 import { Timeline } from './lib/timeline.js';
+import { SimControl } from './lib/sim.js';
+import { StepTimes } from './lib/steptimes.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PUBLIC = path.join(HERE, 'public');
@@ -34,7 +37,7 @@ const GET_BUDGET = 100000;      // particles re-read by `get` per poll for pins/
 const STALE_MS = 5000;          // an idle instance's `get` is re-read this often (pins moved elsewhere)
 // Browser messages that change the simulation: never forwarded with a
 // read-only token.
-const WRITES = new Set(['wind', 'debug']);
+const WRITES = new Set(['wind', 'debug', 'sim']);
 const READONLY_TEXT = 'the viewer holds a read-only token: it shows the simulation but cannot change it';
 // Served folders, longest prefix first: three.js's module builds and its
 // examples' modules (no package internals), nothing else under /vendor/,
@@ -181,6 +184,20 @@ export class Viewer {
       refresh: () => this.refresh(),
       flush: () => { for (const c of this.clients) this.#pump(c); },
     });
+    this.sim = new SimControl({
+      request: (cmd, fields) => this.#request(cmd, fields),
+      batch: (list) => (this.conn && this.connected ? this.conn.requestBatch(list) : Promise.reject(new Error(`clothd ${this.opts.clothd}: not connected`))),
+      broadcast: (obj) => this.#broadcastJson(obj),
+      meta: () => this.meta,
+      refresh: (o) => this.refresh(o),
+      log: (text) => this.log(text),
+      readOnly: () => this.access === 'readonly',
+    });
+    this.stepTimes = new StepTimes({
+      request: (cmd, fields) => this.#request(cmd, fields),
+      broadcast: (obj) => this.#broadcastJson(obj),
+      watched: () => this.clients.size > 0,
+    });
   }
 
   // ---- HTTP + WebSocket -------------------------------------------------
@@ -209,6 +226,7 @@ export class Viewer {
     this.stopped = true;
     clearTimeout(this.retryTimer);
     clearInterval(this.pollTimer);
+    this.stepTimes.stop();
     if (this.conn) this.conn.close();
     for (const c of this.clients) c.ws.terminate();
     await new Promise((resolve) => this.wss.close(() => resolve()));
@@ -304,6 +322,8 @@ export class Viewer {
       globalWind: this.globalWind,
       instances: this.#instanceList(),
       timeline: this.timeline.state(),
+      sim: this.sim.state(),
+      stepTimes: this.stepTimes.state(),
     };
   }
 
@@ -378,6 +398,8 @@ export class Viewer {
       const reply = await this.#request('debug', { enabled: msg.enabled });
       // clothd tells the other connections; this one's browsers learn it here.
       this.#setDebug(reply.enabled);
+    } else if (msg.type === 'sim') {
+      await this.sim.onMessage(msg);
     } else if (msg.type === 'refresh') {
       await this.refresh({ force: true });
     } else if (msg.type === 'timeline') {
@@ -419,6 +441,7 @@ export class Viewer {
   #relayFrame(frame) {
     const id = frame.readUInt32LE(12);
     this.latest.set(id, frame);
+    this.sim.noteFrame(id, Number(frame.readBigUInt64LE(16)), frame.readDoubleLE(24));
     // A replay steps through many frames: pages get the newest (flush()).
     const hold = this.timeline.replaying;
     for (const c of this.clients) {
@@ -475,6 +498,8 @@ export class Viewer {
       this.access = null;
       clearInterval(this.pollTimer);
       this.timeline.forget();
+      this.stepTimes.stop();
+      this.sim.forget();
       if (was) {
         this.log(`viewer: lost clothd ${this.opts.clothd}; retrying every ${RETRY_MS / 1000} s`);
         this.#broadcastConnection();
@@ -504,6 +529,7 @@ export class Viewer {
       this.#broadcastConnection();
       await this.refresh({ force: true, status: st });
       this.pollTimer = setInterval(() => this.refresh().catch(() => {}), POLL_MS);
+      this.stepTimes.start();
     } catch (err) {
       if (err.code === 'unauthorized') this.#unauthorized(err);
       if (this.conn === conn) conn.close();
@@ -664,6 +690,7 @@ export class Viewer {
       }
     }
     this.#broadcastMeta(false);
+    this.sim.onInstances();
   }
 
   #broadcastMeta(always) {

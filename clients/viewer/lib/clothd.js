@@ -118,6 +118,24 @@ export class ClothdConnection extends EventEmitter {
     });
   }
 
+  // Sends several requests, [[cmd, fields], ...], in one write, so that
+  // clothd reads them together and runs them back to back (another client's
+  // request waiting for them runs before or after, not between); resolves
+  // with a list of {reply} or {error}, in order, once all are answered.
+  requestBatch(list) {
+    if (this.closed) return Promise.reject(new Error('not connected'));
+    let text = '';
+    const answers = list.map(([cmd, fields = {}]) => {
+      const id = this.nextId++;
+      text += JSON.stringify({ id, cmd, ...fields }) + '\n';
+      return new Promise((resolve) => {
+        this.pending.push({ id, resolve: (reply) => resolve({ reply }), reject: (error) => resolve({ error }) });
+      });
+    });
+    this.socket.write(text);
+    return Promise.all(answers);
+  }
+
   close() {
     if (!this.closed) this.socket.destroy();
     this.#fail(undefined);

@@ -1,10 +1,13 @@
 // clothd viewer page: one WebSocket to the viewer server (binary frames as
-// clothd sends them, JSON metadata), one three.js scene with every instance.
+// clothd sends them, JSON metadata), one three.js scene with every instance,
+// the simulation's toolbar (sim.js) and the step-time plot (plot.js).
 
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { decodeFrame, decodeHeader } from './frame.js';
 import { createTimeline } from './timeline.js';
+import { createSim } from './sim.js';
+import { createPlot } from './plot.js';
 
 // ---- state and test hook ---------------------------------------------------
 
@@ -15,6 +18,7 @@ const PALETTES = {
   softbody: [0x1fa88e, 0x6fbf4a, 0x9b6bd6, 0x3fc1d9],
 };
 const STATS_WINDOW_MS = 1000;
+const HAIR = 0.002; // m: how far colliders and the ground are drawn inside their true surface
 const IDLE_MS = 1500;
 
 const state = {
@@ -36,6 +40,7 @@ const state = {
   framedOnce: false,
   channels: [],         // what the relay's frames carry besides positions ('velocities', 'normals')
   speedColours: false,  // colour by speed (needs the velocities channel)
+  shadows: true,        // the sun casts shadows onto the ground and the scene
 };
 
 // Read by the end-to-end test (and handy in the console).
@@ -53,6 +58,7 @@ const hook = {
   speeds: {},      // id -> [slowest, fastest] particle speed (m/s) of the last frame with velocities
   channels: [],    // the relay's frame channels
   speedColours: false,
+  shadows: true,
   normalsOf: (id) => Array.from(state.views.get(id)?.normalAttr?.array ?? []),
   coloursOf: (id) => Array.from(state.views.get(id)?.colourAttr?.array ?? []),
   positions: (id) => Array.from(state.views.get(id)?.positions?.array ?? []),
@@ -84,15 +90,36 @@ controls.dampingFactor = 0.12;
 controls.update();
 
 scene.add(new THREE.HemisphereLight(0xdde6f2, 0x3a3530, 0.9));
+// The sun casts the shadows (Display: Shadows): one directional light with
+// a 1024² map whose box follows what is in the scene (fitShadow), onto the
+// ground and onto the instances and colliders themselves.
+const SUN_DIR = new THREE.Vector3(-2.5, 5, 3.5).normalize();
 const sun = new THREE.DirectionalLight(0xfff6ea, 2.6);
-sun.position.set(-2.5, 5, 3.5);
-scene.add(sun);
+sun.position.copy(SUN_DIR).multiplyScalar(6.6);
+sun.shadow.mapSize.set(1024, 1024);
+sun.shadow.bias = -0.0004;
+sun.shadow.intensity = 0.75; // the hemisphere light is not all that lights a shadow
+scene.add(sun, sun.target);
+renderer.shadowMap.enabled = true;
+renderer.shadowMap.type = THREE.PCFShadowMap;
 const fill = new THREE.DirectionalLight(0xbfd4ff, 0.8);
 fill.position.set(4, 1.5, -3);
 scene.add(fill);
 
 const grid = new THREE.GridHelper(20, 40, 0x4a5060, 0x2c3038);
+grid.position.y = -HAIR; // under a cloth lying on a floor at y = 0
 scene.add(grid);
+// The ground that receives the shadows, at y = 0 as the grid: a warm grey
+// (neither a cloth's, a soft body's nor a collider's colour), a hair below
+// 0 and pushed back in depth so that a cloth lying at y = 0 stays in front.
+const ground = new THREE.Mesh(
+  new THREE.PlaneGeometry(20, 20).rotateX(-Math.PI / 2),
+  new THREE.MeshLambertMaterial({ color: 0x4a4640, polygonOffset: true, polygonOffsetFactor: 2, polygonOffsetUnits: 4 }),
+);
+ground.position.y = -2 * HAIR;
+ground.receiveShadow = true;
+ground.renderOrder = -1;
+scene.add(ground);
 const axes = new THREE.AxesHelper(0.5);
 axes.visible = false;
 scene.add(axes);
@@ -229,14 +256,63 @@ function setTopology(msg) {
   markDirty();
 }
 
+// The largest circumradius of the triangles (their longest edge's half for
+// an obtuse one, whose circumcentre lies outside it), with 15% more for the
+// stretch of a cloth pulled over a collider: how far the middle of a
+// triangle can sink into a curved collider its corners rest on (chordSag).
+function triangleReach(p, index) {
+  if (!index) return 0;
+  let reach = 0;
+  for (let t = 0; t + 2 < index.length; t += 3) {
+    const a = 3 * index[t];
+    const b = 3 * index[t + 1];
+    const c = 3 * index[t + 2];
+    const ab = (p[b] - p[a]) ** 2 + (p[b + 1] - p[a + 1]) ** 2 + (p[b + 2] - p[a + 2]) ** 2;
+    const bc = (p[c] - p[b]) ** 2 + (p[c + 1] - p[b + 1]) ** 2 + (p[c + 2] - p[b + 2]) ** 2;
+    const ca = (p[a] - p[c]) ** 2 + (p[a + 1] - p[c + 1]) ** 2 + (p[a + 2] - p[c + 2]) ** 2;
+    const long = Math.max(ab, bc, ca);
+    let r = Math.sqrt(long) / 2;
+    if (2 * long < ab + bc + ca) { // acute: abc / (4 area), the area from Heron's formula in squares
+      const area16 = 2 * (ab * bc + bc * ca + ca * ab) - (ab * ab + bc * bc + ca * ca);
+      if (area16 > 0) r = Math.sqrt((ab * bc * ca) / area16);
+    }
+    if (r > reach) reach = r;
+  }
+  return Number.isFinite(reach) ? reach * 1.15 : 0;
+}
+
 const Y_AXIS = new THREE.Vector3(0, 1, 0);
 const Z_AXIS = new THREE.Vector3(0, 0, 1);
 const markerGeometry = new THREE.SphereGeometry(1, 12, 8);
 const pinMaterial = new THREE.MeshStandardMaterial({ color: 0xff3355, emissive: 0x551020, roughness: 0.5 });
-const colliderMaterial = new THREE.MeshStandardMaterial({ color: 0x8fa3ba, roughness: 0.55, metalness: 0.05 });
+// Colliders are drawn a hair inside their true surface (colliderInset) and
+// pushed back in depth, so that what rests on them is drawn in front.
+const colliderMaterial = new THREE.MeshStandardMaterial({
+  color: 0x8fa3ba, roughness: 0.55, metalness: 0.05, polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 2,
+});
 const planeMaterial = new THREE.MeshStandardMaterial({
   color: 0x6f8fae, roughness: 0.9, transparent: true, opacity: 0.14, side: THREE.DoubleSide, depthWrite: false,
+  polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 2,
 });
+
+// How far inside its true surface a collider is drawn. Cloth resting on a
+// sphere touches it at its particles only: between them its triangles are
+// flat chords, which pass inside a sphere of radius r by up to
+// r - sqrt(r² - ρ²), ρ the triangle's circumradius, so a sphere drawn at its
+// true radius shows through the middle of every triangle in star-shaped
+// patches. `reach` is the instance's ρ (InstanceView.reach); a curved
+// collider is drawn smaller by that sag (at most a quarter of its radius),
+// and every collider by a hair more, against depth-buffer ties where a
+// surface lies flat on it (a cloth on a box's face or a floor plane).
+let colliderInsetOn = true;  // the test hook turns it off to show what it prevents
+function chordSag(r, reach) {
+  if (!colliderInsetOn || !(r > 0)) return 0;
+  const sag = reach < r ? r - Math.sqrt(r * r - reach * reach) : r;
+  return Math.min(sag + Math.min(HAIR, 0.01 * r), 0.25 * r);
+}
+function flatInset(size) {
+  return colliderInsetOn ? Math.min(HAIR, 0.01 * size) : 0;
+}
 const colliderWireMaterial = new THREE.LineBasicMaterial({ color: 0xffd166, transparent: true, opacity: 0.85 });
 
 // A tapered capsule along +y (PROTOCOL.md, addCollider): the hull of a
@@ -279,6 +355,9 @@ class InstanceView {
     this.layout = '';
     this.collidersKey = '';
     this.markerRadius = 0.02;
+    this.index = null;       // the surface's triangles
+    this.reach = 0;          // their circumradius, for the colliders' inset (triangleReach)
+    this.reachStale = false;
     this.frame = -1;
     this.time = 0;
     scene.add(this.group);
@@ -291,15 +370,21 @@ class InstanceView {
       this.layout = layout;
       this.resetSurface();
     }
-    // Shapes are rebuilt when they change; moved colliders are only placed.
-    const list = meta.colliders ?? [];
-    const key = JSON.stringify(list.map((c) => [c.collider, c.type, c.radius, c.height, c.radius2, c.halfExtents]));
+    this.#syncColliders();
+    this.#buildPins();
+  }
+
+  // Builds the colliders' shapes when they (or the inset they are drawn
+  // with) changed, and places them; moved colliders are only placed.
+  #syncColliders() {
+    const list = this.meta?.colliders ?? [];
+    const key = JSON.stringify([this.reach, colliderInsetOn,
+      list.map((c) => [c.collider, c.type, c.radius, c.height, c.radius2, c.halfExtents])]);
     if (key !== this.collidersKey) {
       this.collidersKey = key;
       this.#buildColliders(list);
     }
     this.#placeColliders(list);
-    this.#buildPins();
   }
 
   // Drops the surface: it is made again, from the current metadata and
@@ -361,13 +446,16 @@ class InstanceView {
       geo.setIndex(new THREE.BufferAttribute(surface.index, 1));
       this.material = new THREE.MeshStandardMaterial({
         color: colour, side: soft ? THREE.FrontSide : THREE.DoubleSide, roughness: soft ? 0.5 : 0.78, metalness: 0,
-        polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 1,
       });
       this.mesh = new THREE.Mesh(geo, this.material);
+      this.mesh.castShadow = true;
+      this.mesh.receiveShadow = true;
       this.mesh.userData.instance = this.id;
       this.mesh.frustumCulled = false;
       this.group.add(this.mesh);
       this.edge = surface.index.length >= 2 ? [surface.index[0], surface.index[1]] : null;
+      this.index = surface.index;
+      this.reachStale = true;
 
       // Debug lines: a cloth's constraints (structural, shear), or the edges
       // of a soft body's surface.
@@ -426,6 +514,7 @@ class InstanceView {
     this.lines = [];
     this.material = null;
     this.edge = null;
+    this.index = null;
   }
 
   #buildPins() {
@@ -464,23 +553,45 @@ class InstanceView {
       c.traverse((o) => { if (o.parent?.type !== 'ArrowHelper') o.geometry?.dispose(); });
     }
     for (const c of list) {
+      // The shape drawn a little inside the true one (chordSag, flatInset);
+      // the debug wireframe keeps the true shape.
+      const reach = this.reach;
+      let inset = 0;
       let geo;
+      let wireGeo = null;
       let mat = colliderMaterial;
       if (c.type === 'plane') {
-        geo = new THREE.PlaneGeometry(20, 20);
+        geo = new THREE.PlaneGeometry(20, 20).translate(0, 0, -flatInset(1));
         mat = planeMaterial;
       } else if (c.type === 'capsule' && c.height > 2 * c.radius) {
-        geo = new THREE.CapsuleGeometry(Math.max(c.radius, 1e-4), c.height - 2 * c.radius, 8, 24);
+        const r = Math.max(c.radius, 1e-4);
+        inset = chordSag(r, reach);
+        geo = new THREE.CapsuleGeometry(r - inset, c.height - 2 * r, 8, 24);
+        wireGeo = new THREE.CapsuleGeometry(r, c.height - 2 * r, 8, 24);
       } else if (c.type === 'taperedCapsule') {
-        geo = taperedCapsuleGeometry(c.radius, c.radius2 ?? c.radius, c.height);
+        const r1 = c.radius;
+        const r2 = c.radius2 ?? c.radius;
+        const d1 = chordSag(r1, reach);
+        const d2 = chordSag(r2, reach);
+        inset = Math.max(d1, d2);
+        geo = taperedCapsuleGeometry(r1 - d1, r2 - d2, c.height - d1 - d2);
+        wireGeo = taperedCapsuleGeometry(r1, r2, c.height);
       } else if (c.type === 'box') {
         const [x, y, z] = c.halfExtents ?? [0.5, 0.5, 0.5];
-        geo = new THREE.BoxGeometry(2 * x, 2 * y, 2 * z);
+        inset = flatInset(Math.min(x, y, z));
+        geo = new THREE.BoxGeometry(2 * (x - inset), 2 * (y - inset), 2 * (z - inset));
+        wireGeo = new THREE.BoxGeometry(2 * x, 2 * y, 2 * z);
       } else {
-        geo = new THREE.SphereGeometry(Math.max(c.radius, 1e-4), 32, 16);
+        const r = Math.max(c.radius, 1e-4);
+        inset = chordSag(r, reach);
+        geo = new THREE.SphereGeometry(r - inset, 48, 24);
+        wireGeo = new THREE.SphereGeometry(r, 32, 16);
       }
       const holder = new THREE.Group();
-      holder.add(new THREE.Mesh(geo, mat));
+      const mesh = new THREE.Mesh(geo, mat);
+      mesh.castShadow = c.type !== 'plane';
+      mesh.receiveShadow = c.type !== 'plane';
+      holder.add(mesh);
       if (c.type === 'plane') {
         // Debug: a coarse grid on the plane around its point, and its normal.
         const outline = new THREE.LineSegments(
@@ -489,12 +600,14 @@ class InstanceView {
         outline.userData.debugOnly = arrow.userData.debugOnly = true;
         holder.add(outline, arrow);
       } else {
-        const wire = new THREE.LineSegments(new THREE.WireframeGeometry(geo), colliderWireMaterial);
+        const wire = new THREE.LineSegments(new THREE.WireframeGeometry(wireGeo), colliderWireMaterial);
+        wireGeo.dispose();
         wire.userData.debugOnly = true;
         holder.add(wire);
       }
       holder.userData.collider = c.collider;
       holder.userData.type = c.type;
+      holder.userData.inset = inset;
       this.colliders.add(holder);
     }
     this.applyDebug();
@@ -551,6 +664,12 @@ class InstanceView {
       const [a, b] = this.edge ?? [0, 1];
       const d = Math.hypot(p[3 * b] - p[3 * a], p[3 * b + 1] - p[3 * a + 1], p[3 * b + 2] - p[3 * a + 2]);
       this.markerRadius = Math.min(Math.max(d * 0.28, 0.004), 0.08) || 0.02;
+    }
+    if (this.reachStale) {
+      // The colliders' inset follows the triangles (chordSag).
+      this.reachStale = false;
+      this.reach = triangleReach(this.positions.array, this.index);
+      this.#syncColliders();
     }
     this.#placePins();
     this.frame = h.frame;
@@ -630,6 +749,50 @@ function frameBox(box) {
   markDirty();
 }
 
+// The sun's shadow box: around every instance and collider (planes aside)
+// and where their shadows fall on the ground, seen from the sun, so that
+// the 1024² map spends its texels on the scene (kept from growing each
+// frame: refitted when the scene changes and every second).
+const shadowBox = new THREE.Box3();
+const shadowSphere = new THREE.Sphere();
+function fitShadow() {
+  if (!sun.castShadow) return;
+  shadowBox.makeEmpty();
+  for (const v of state.views.values()) if (v.group.visible) shadowBox.union(v.bounds());
+  if (shadowBox.isEmpty()) return;
+  const lo = shadowBox.min;
+  const hi = shadowBox.max;
+  const p = new THREE.Vector3();
+  for (const x of [lo.x, hi.x]) {
+    for (const z of [lo.z, hi.z]) {
+      // The top corners' shadows on the ground (y = 0), when above it.
+      if (hi.y > 0) shadowBox.expandByPoint(p.set(x, hi.y, z).addScaledVector(SUN_DIR, -hi.y / SUN_DIR.y).setY(0));
+    }
+  }
+  shadowBox.getBoundingSphere(shadowSphere);
+  const r = Math.max(shadowSphere.radius, 0.1) * 1.05;
+  sun.target.position.copy(shadowSphere.center);
+  sun.position.copy(shadowSphere.center).addScaledVector(SUN_DIR, r + 1);
+  const cam = sun.shadow.camera;
+  cam.left = cam.bottom = -r;
+  cam.right = cam.top = r;
+  cam.near = 0.05;
+  cam.far = 2 * r + 2;
+  cam.updateProjectionMatrix();
+  sun.shadow.normalBias = r / 256; // about a texel of the map, against a cloth shadowing itself
+  sun.target.updateMatrixWorld();
+  markDirty();
+}
+
+function setShadows(on) {
+  state.shadows = hook.shadows = !!on;
+  $('shadow-toggle').checked = state.shadows;
+  sun.castShadow = state.shadows;
+  ground.visible = state.shadows;
+  fitShadow();
+  markDirty();
+}
+
 function frameAll() {
   const box = new THREE.Box3();
   for (const v of state.views.values()) box.union(v.bounds());
@@ -667,6 +830,7 @@ function select(id, { frame = true } = {}) {
     li.setAttribute('aria-selected', String(on));
   }
   if (frame && state.selected !== null) frameSelected();
+  sim.update(); // "Reset #id" or "Reset all"
   showWind();
   renderSelection();
   markDirty();
@@ -752,6 +916,8 @@ function onJson(msg) {
       setConnected(msg.connected, msg);
       setDebug(msg.debug);
       setGlobalWind(msg.globalWind);
+      sim.onMessage(msg.sim);
+      plot.setSamples(msg.stepTimes?.samples, msg.stepTimes?.available);
       syncInstances(msg.instances ?? []);
       timeline.onMessage(msg.timeline);
       timeline.relist();
@@ -767,6 +933,14 @@ function onJson(msg) {
       break;
     case 'instances':
       syncInstances(msg.instances);
+      break;
+    case 'sim':
+      sim.onMessage(msg);
+      buildRows(); // the paused flags
+      renderSelection();
+      break;
+    case 'steptime':
+      plot.onMessage(msg);
       break;
     case 'topology':
       setTopology(msg);
@@ -800,6 +974,12 @@ function setHidden(ids, aliases = new Map()) {
 }
 const timeline = createTimeline({ send, hook, setHidden });
 
+// ---- the simulation's toolbar (sim.js) and the step-time plot (plot.js) -------
+
+const sim = createSim({ send, hook, selected: () => state.selected, showError });
+const plot = createPlot({ hook });
+$('plot-toggle').addEventListener('change', (e) => plot.setVisible(e.target.checked));
+
 function setConnected(on, info = {}) {
   state.connected = hook.connected = !!on;
   if (info.version) state.version = info.version;
@@ -810,9 +990,12 @@ function setChannels(channels) {
   state.channels = hook.channels = channels.slice();
   const can = channels.includes('velocities');
   $('speed-toggle').disabled = !can;
-  $('speed-note').textContent = can
+  $('speed-label').title = can
     ? `Blue at rest to red at ${SPEED_MAX} m/s and over: each particle's velocity from the frames.`
     : 'Needs velocities in the frames: start the viewer with --channels velocities.';
+  // Said in the panel only when it is off, in one line; the tooltip has the rest.
+  $('speed-note').textContent = 'needs the viewer\'s --channels velocities';
+  $('speed-note').hidden = can;
   if (!can) setSpeedColours(false);
 }
 
@@ -866,10 +1049,23 @@ function syncInstances(list) {
   if (state.selected !== null && !state.meta.has(state.selected)) select(null);
   renderSelection();
   showWind(); // the selected instance's own wind and the unit may have changed
+  sim.update();
+  fitShadow();
   markDirty();
 }
 
 // ---- panel ----------------------------------------------------------------
+
+// The panel's sections remember being folded, in this browser.
+for (const d of document.querySelectorAll('details.sec')) {
+  const key = `clothd-viewer:${d.id}`;
+  try {
+    if (localStorage.getItem(key) === 'closed') d.open = false;
+    d.addEventListener('toggle', () => localStorage.setItem(key, d.open ? 'open' : 'closed'));
+  } catch {
+    // No storage (a sandboxed page): folding still works, it is not kept.
+  }
+}
 
 function showConnection() {
   const el = $('conn');
@@ -927,6 +1123,7 @@ function setAccess(access, authError) {
     else el.removeAttribute('title');
   }
   $('readonly-note').hidden = !ro;
+  sim.setReadOnly(ro, READONLY_TIP);
   document.body.dataset.access = access ?? 'none';
 }
 
@@ -964,9 +1161,11 @@ function buildRows() {
     li.querySelector('.size').textContent = soft ? `soft ${m.particles}` : grid ? `${m.width}×${m.height}` : `mesh ${m.particles}`;
     li.title = soft ? `soft body, ${m.particles} particles` : `cloth, ${m.width} × ${m.height} particles`;
     const flag = li.querySelector('.flag');
+    const paused = isPaused(m);
     flag.hidden = m.enabled !== false && !m.sleeping;
-    flag.textContent = m.unstable ? 'unstable' : m.enabled === false ? 'disabled' : 'sleeping';
+    flag.textContent = m.unstable ? 'unstable' : paused ? 'paused' : m.enabled === false ? 'disabled' : 'sleeping';
     flag.classList.toggle('unstable', !!m.unstable);
+    flag.classList.toggle('paused', paused);
     flag.classList.toggle('sleeping', m.enabled !== false && !!m.sleeping);
     li.classList.toggle('selected', id === state.selected);
     ul.appendChild(li);
@@ -1014,8 +1213,14 @@ function windUnitOf(model) {
   return model === 'constant' ? 'm/s²' : 'm/s';
 }
 
+// Disabled by this viewer's Pause (the relay's sim state says which).
+function isPaused(m) {
+  return m.enabled === false && !m.unstable && sim.pausedIds().includes(m.instance);
+}
+
 function stateOf(m) {
   if (m.unstable) return 'unstable (disabled)';
+  if (isPaused(m)) return 'paused by the viewer';
   if (m.enabled === false) return 'disabled';
   return m.sleeping ? 'sleeping (no frames until something wakes it)' : 'enabled';
 }
@@ -1032,26 +1237,30 @@ function renderSelection() {
   const s = statsOf(m.instance, performance.now());
   const soft = m.type === 'softbody';
   const unit = windUnitOf(m.windModel);
+  // One line a row where it fits (the panel keeps the Display section in
+  // view: the list scrolls in place past its height).
+  const resetPoint = hook.sim?.reset?.points?.[m.instance];
   const rows = [
     ['instance', `${m.instance} (${soft ? 'soft body' : m.type ?? 'cloth'})`],
     soft
       ? ['mesh', `${m.particles} particles, ${m.triangles ?? '?'} surface triangles`]
       : ['grid', `${m.width} × ${m.height} = ${m.particles} particles`],
-    ['constraints', String(m.constraints ?? '–')],
+    ['constraints', `${m.constraints ?? '–'}, ${m.pinned?.length ? `${m.pinned.length} pinned` : 'none pinned'}`],
     ['state', stateOf(m)],
-    ['frame', lf ? String(lf.frame) : '–'],
-    ['sim time', lf ? `${lf.time.toFixed(3)} s` : '–'],
-    ['step time', s && !s.idle && s.stepMs !== null ? `${s.stepMs.toFixed(2)} ms (observed)` : 'idle'],
-    ['fps', s && !s.idle ? s.fps.toFixed(1) : '–'],
-    ['pinned', m.pinned?.length ? `${m.pinned.length} particles` : 'none'],
+    ['frame', lf ? `${lf.frame} · ${lf.time.toFixed(3)} s` : '–'],
+    ['step', s && !s.idle && s.stepMs !== null ? `${s.stepMs.toFixed(2)} ms · ${s.fps.toFixed(0)} fps (observed)` : 'idle'],
     ['wind model', m.windModel === 'constant' ? 'constant: an acceleration, m/s²' : `${m.windModel ?? 'aero'}: the air's velocity, m/s`],
     ['wind', m.wind && m.wind.some((v) => Number(v) !== 0) ? `${fmt3(m.wind)} ${unit} (own) + global` : 'global only'],
     ['gravity', m.gravity ? `${fmt3(m.gravity)} m/s²` : '–'],
+    ['reset', resetPoint !== undefined ? `to frame ${resetPoint ?? '?'} (first seen)` : 'no reset point'],
   ];
   for (const c of m.colliders ?? []) {
+    const r = (v) => Number(v ?? 0).toFixed(2);
     const extra = c.type === 'plane' ? `n ${fmt3(c.normal)}`
-      : c.type === 'capsule' ? `r ${c.radius.toFixed(2)} h ${c.height.toFixed(2)}` : `r ${c.radius.toFixed(2)}`;
-    rows.push([`collider ${c.collider}`, `${c.type} at ${fmt3(c.position)} ${extra}`]);
+      : c.type === 'box' ? `half ${fmt3(c.halfExtents)}`
+        : c.type === 'capsule' ? `r ${r(c.radius)} h ${r(c.height)}`
+          : c.type === 'taperedCapsule' ? `r ${r(c.radius)}–${r(c.radius2)} h ${r(c.height)}` : `r ${r(c.radius)}`;
+    rows.push([`collider ${c.collider}`, `${c.type} ${extra} at ${fmt3(c.position)}`]);
   }
   const frag = document.createDocumentFragment();
   for (const [k, v] of rows) {
@@ -1179,6 +1388,7 @@ $('debug-toggle').addEventListener('change', (e) => {
   send({ type: 'debug', enabled: want });
 });
 $('speed-toggle').addEventListener('change', (e) => setSpeedColours(e.target.checked));
+$('shadow-toggle').addEventListener('change', (e) => setShadows(e.target.checked));
 $('grid-toggle').addEventListener('change', (e) => {
   grid.visible = e.target.checked;
   markDirty();
@@ -1189,6 +1399,14 @@ $('frame-all').addEventListener('click', frameAll);
 window.addEventListener('keydown', (e) => {
   if (e.target instanceof HTMLInputElement && e.target.type !== 'checkbox' && e.target.type !== 'radio') return;
   if (e.ctrlKey || e.metaKey || e.altKey) return;
+  // Space: the timeline's play / pause while a journal is open; a focused
+  // button, check box or section title takes it for itself (it clicks).
+  if (e.key === ' ' && (hook.timeline?.open || e.target instanceof HTMLButtonElement
+    || e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement || e.target.tagName === 'SUMMARY')) return;
+  if (sim.key(e)) {
+    e.preventDefault();
+    return;
+  }
   const k = e.key.toLowerCase();
   if (k === 'f') frameSelected();
   else if (k === 'a') frameAll();
@@ -1204,6 +1422,8 @@ window.addEventListener('keydown', (e) => {
 
 // ---- render loop -------------------------------------------------------------
 
+let lastRenderEnd = 0;
+let lastRenderCost = 0;
 function loop(now) {
   requestAnimationFrame(loop);
   // Newest frame per instance only: frames that arrived in between are skipped.
@@ -1223,22 +1443,55 @@ function loop(now) {
   if (applied && !state.framedOnce) {
     state.framedOnce = true;
     frameAll();
+    fitShadow();
   }
   stepFlight(now);
   if (controls.update()) dirty = true;
   if (!dirty) return;
+  // A slow renderer (software GL, no GPU) draws at most every other of its
+  // own render times, so that the page keeps half of its time for input
+  // and the panel; a GPU's render takes well under a frame and is not held.
+  if (now - lastRenderEnd < lastRenderCost) return;
   dirty = false;
   const sel = state.views.get(state.selected);
   selectionBox.visible = !!sel && sel.count > 0;
   if (selectionBox.visible) {
     selectionBox.box.copy(sel.bounds()).expandByScalar(0.02);
   }
+  const t0 = performance.now();
   renderer.render(scene, camera);
+  lastRenderEnd = performance.now();
+  lastRenderCost = lastRenderEnd - t0;
   hook.renders++;
   for (const [id, v] of state.views) if (v.frame >= 0) hook.rendered[id] = v.frame;
 }
 
+// Test hooks: a fixed camera, and the colliders' inset and visibility (the
+// drape test renders with and without them to find the cloth's outline and
+// what of a collider shows through it).
+hook.view = (position, target) => {
+  flight = null;
+  controls.target.set(...target);
+  camera.position.set(...position);
+  camera.near = 0.01;
+  camera.far = 100;
+  camera.updateProjectionMatrix();
+  controls.update();
+  markDirty();
+};
+hook.setColliderInset = (on) => {
+  colliderInsetOn = !!on;
+  for (const v of state.views.values()) v.setMeta(v.meta);
+  markDirty();
+};
+hook.showColliders = (on) => {
+  for (const v of state.views.values()) v.colliders.visible = !!on;
+  markDirty();
+};
+
 showConnection();
+setShadows(true);
 setInterval(updateRows, 250);
+setInterval(fitShadow, 1000);
 connect();
 requestAnimationFrame(loop);

@@ -36,7 +36,8 @@ for (const [name, token] of Object.entries({ full: FULL, readonly: READONLY, wro
 process.on('exit', () => fs.rmSync(TMP, { recursive: true, force: true }));
 
 // The controls that change the simulation, which a read-only viewer disables.
-const CONTROLS = ['#wind-x', '#wind-y', '#wind-z', '#wind-x-range', '#wind-y-range', '#wind-z-range', '#wind-zero', '#debug-toggle'];
+const CONTROLS = ['#wind-x', '#wind-y', '#wind-z', '#wind-x-range', '#wind-y-range', '#wind-z-range', '#wind-zero', '#debug-toggle',
+  '#sim-pause', '#sim-step', '#sim-reset'];
 
 // The auth tests need a clothd with tokens (the lead's server side of item 7).
 function clothdHasTokens() {
@@ -172,14 +173,17 @@ describe('the viewer with clothd tokens', { timeout: 90000, skip: NO_TOKENS }, (
       s.ws.send(JSON.stringify({ type: 'wind', wind: [6, 6, 6] }));
       s.ws.send(JSON.stringify({ type: 'wind', wind: [6, 6, 6], instance: 1 }));
       s.ws.send(JSON.stringify({ type: 'debug', enabled: true }));
-      await waitFor('three refusals', () => errors.length === 3);
+      s.ws.send(JSON.stringify({ type: 'sim', action: 'pause' }));
+      await waitFor('four refusals', () => errors.length === 4);
       s.ws.close();
       assert.match(errors[0], /^read-only: the viewer holds a read-only token: .* \("wind" not sent to clothd\)$/);
       assert.match(errors[2], /\("debug" not sent to clothd\)$/);
+      assert.match(errors[3], /\("sim" not sent to clothd\)$/);
       await sleep(300);
       const st = await driver.request('status');
       assert.deepEqual(st.globalWind, [0, 0, 0], 'the global wind did not change');
       assert.equal(st.debug, false, 'debug is still off');
+      assert.ok(st.instances.every((i) => i.enabled), 'nothing paused');
       const own = await driver.request('get', { instance: st.instances[0].instance });
       assert.deepEqual(own.wind, [0, 0, 0], 'the instance wind did not change');
     } finally {

@@ -250,7 +250,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     await waitFor('selection', async () => (await hook()).selected === cloth);
     assert.match(await page.locator(`#instances li[data-instance="${cloth}"]`).getAttribute('class'), /selected/);
     const details = await page.locator('#selection').textContent();
-    assert.match(details, /24 particles/);
+    assert.match(details, /24 pinned/);
     assert.match(details, /sphere/);
     assert.match(details, /plane/);
     assert.match(details, /wind model\s*aero/);
