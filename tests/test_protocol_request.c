@@ -1650,3 +1650,36 @@ Test(protocol_request, solver_iterations_alone_means_the_seeds_single_substep)
     cr_assert_eq(current.solver_iterations, 6);
     cd_request_free(&req);
 }
+
+/* ---- save, load: memory snapshots and restore (issue 12) ------------------ */
+
+Test(protocol_request, save_and_load_read_memory_and_restore_flags)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"save\",\"name\":\"reset-3\",\"instances\":[3],\"memory\":true}", &req);
+    cr_assert_eq(req.cmd, CD_CMD_SAVE);
+    cr_assert(req.as.save.memory);
+    cr_assert_str_eq(req.as.save.name, "reset-3");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"save\",\"name\":\"disk\"}", &req);
+    cr_assert_not(req.as.save.memory, "a file by default");
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"load\",\"name\":\"reset-3\",\"memory\":true,\"restore\":true}", &req);
+    cr_assert(req.as.load.memory && req.as.load.restore && !req.as.load.replace);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"load\",\"name\":\"w\",\"replace\":true}", &req);
+    cr_assert(req.as.load.replace && !req.as.load.restore && !req.as.load.memory);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, load_refuses_restore_with_replace_and_non_boolean_flags)
+{
+    expect_error_prefix("{\"cmd\":\"load\",\"name\":\"w\",\"replace\":true,\"restore\":true}",
+                        CD_E_INVALID_ARGUMENT, "restore: not with \"replace\"");
+    expect_error_prefix("{\"cmd\":\"load\",\"name\":\"w\",\"memory\":1}", CD_E_INVALID_ARGUMENT,
+                        "memory:");
+    expect_error_prefix("{\"cmd\":\"save\",\"name\":\"w\",\"memory\":\"yes\"}",
+                        CD_E_INVALID_ARGUMENT, "memory:");
+    expect_error_prefix("{\"cmd\":\"load\",\"name\":\"w\",\"restore\":null}", CD_E_INVALID_ARGUMENT,
+                        "restore:");
+}
