@@ -50,9 +50,10 @@ export class SimControl {
     this.dts = new Map();        // id -> its step's dt, from its frames
     this.resetPoints = new Map(); // id -> {name, frame}
     this.saving = new Set();     // ids whose reset point is being saved
+    this.refused = new Set();    // ids clothd would not save (a limit): not asked again
     this.resetSupport = null;    // null: not known yet; true; false (resetReason says why)
     this.resetReason = null;
-    this.steps = 0;              // single steps done
+    this.steps = 0;              // single steps done since the pause
     this.resets = 0;             // resets done
     this.error = null;
   }
@@ -120,12 +121,14 @@ export class SimControl {
     const meta = this.host.meta();
     for (const id of [...this.resetPoints.keys()]) if (!meta.has(id)) this.resetPoints.delete(id);
     for (const id of [...this.pausedIds]) if (!meta.has(id)) this.pausedIds.delete(id);
+    for (const id of [...this.refused]) if (!meta.has(id)) this.refused.delete(id);
     for (const id of [...this.dts.keys()]) if (!meta.has(id)) { this.dts.delete(id); this.lastFrames.delete(id); }
     const fresh = [];
     const newcomers = [];
     for (const [id, m] of meta) {
       const running = m.enabled !== false && !m.unstable;
-      if (running && this.resetSupport !== false && !this.resetPoints.has(id) && !this.saving.has(id)) fresh.push(id);
+      if (running && this.resetSupport !== false && !this.resetPoints.has(id) && !this.saving.has(id)
+        && !this.refused.has(id)) fresh.push(id);
       if (!this.seen.has(id)) {
         this.seen.add(id);
         if (this.paused && running) newcomers.push(id);
@@ -157,8 +160,9 @@ export class SimControl {
           this.resetPoints.set(id, { name: reply.name, frame: frames.get(id) ?? null });
           changed = true;
         } else if (error && error.code !== 'not_found') {
-          this.resetReason = `no reset point for instance ${id}: ${error.message}`;
-          changed = true;
+          // Say it once; the instance simply has no reset point.
+          this.refused.add(id);
+          this.host.log(`viewer: no reset point for instance ${id}: ${error.message}`);
         }
       });
       if (changed) this.host.broadcast(this.state());
@@ -196,6 +200,7 @@ export class SimControl {
   async #pause() {
     const ids = [...this.host.meta()].filter(([, m]) => m.enabled !== false && !m.unstable).map(([id]) => id);
     this.paused = true;
+    this.steps = 0; // counted per pause
     await this.#disable(ids);
   }
 
