@@ -558,6 +558,16 @@ static bool keep_message(cd_conn *conn, cd_request *req, const char *msg, size_t
     return false;
 }
 
+/* A step read while its connection runs the lines after its own finished
+ * step ahead of the others (cd_server_resume_deferred): it waits, parked,
+ * behind their parked requests, as any request of a stepping client. */
+static cd_dispatch_result wait_behind_parked(cd_conn *conn, cd_request *req)
+{
+    conn->deferred = *req; /* ownership moves to the connection */
+    conn->has_deferred = true;
+    return CD_DISPATCH_DEFER;
+}
+
 /* Parses and runs one line; returns what dispatch said. */
 static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
 {
@@ -582,6 +592,8 @@ static cd_dispatch_result run_line(cd_conn *conn, const char *line, size_t len)
     conn->warnings = cd_request_warnings(&req);
     if (!keep_message(conn, &req, line, len))
         return CD_DISPATCH_DONE;
+    if (conn->until_step && req.cmd == CD_CMD_STEP)
+        return wait_behind_parked(conn, &req);
     cd_dispatch_result r = cd_dispatch(conn, &req);
     if (r == CD_DISPATCH_DEFER) {
         conn->deferred = req; /* ownership moves to the connection */
@@ -607,6 +619,8 @@ static cd_dispatch_result run_binary(cd_conn *conn, const unsigned char *msg, si
     }
     if (!keep_message(conn, &req, (const char *)msg, len))
         return CD_DISPATCH_DONE;
+    if (conn->until_step && req.cmd == CD_CMD_STEP)
+        return wait_behind_parked(conn, &req);
     cd_dispatch_result r = cd_dispatch(conn, &req);
     if (r == CD_DISPATCH_DEFER) {
         conn->deferred = req;

@@ -141,6 +141,7 @@ struct cd_conn {
     cd_save_job *own_save; /* a save of this client's being written */
     cd_memory_snapshot *memory_snapshots; /* its "memory":true saves (snapshots.c) */
     bool resume;         /* its step replied: run the lines that wait */
+    bool until_step;     /* running those first: a `step` among them waits (server.c) */
 
     /* Output accounting: each write counted at its true cost while queued. */
     size_t reply_bytes; /* JSON replies */

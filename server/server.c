@@ -82,7 +82,24 @@ void cd_server_resume_deferred(cd_server *server)
 {
     cd_snapshots_steps_idle(server); /* an autosave that waited for the steps */
     /* A resumed request may start a step or close its connection; walk with
-     * the next pointer saved (closing only unlinks in the close callback). */
+     * the next pointer saved (closing only unlinks in the close callback).
+     * First, a connection whose own step (or save) is back runs the lines
+     * it sent after it, up to its next `step`: a client's "enable true,
+     * step, enable false" runs whole, before another client's step that
+     * was parked on those instances (a viewer's single step of paused
+     * instances: without it the other step ran in between, on instances
+     * just enabled). Its next step is parked with the others' requests,
+     * which run before it, so a client stepping back to back starves
+     * nobody. */
+    for (cd_conn *conn = server->conns, *next; conn != NULL; conn = next) {
+        next = conn->next;
+        if (conn->resume && !conn->has_deferred) {
+            conn->resume = false;
+            conn->until_step = true;
+            cd_conn_process(conn);
+            conn->until_step = false;
+        }
+    }
     for (cd_conn *conn = server->conns, *next; conn != NULL; conn = next) {
         next = conn->next;
         if (conn->has_deferred)

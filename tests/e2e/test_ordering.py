@@ -5,6 +5,7 @@ A 256x256 cloth at 200 iterations takes a few hundred milliseconds to step,
 so requests sent 100 ms after the step request reach the server while the
 step is certainly in flight."""
 
+import json
 import struct
 import time
 import unittest
@@ -63,3 +64,49 @@ class OrderingTest(unittest.TestCase):
         self.assertEqual(stepper.read_reply()["stepped"], 1)
         self.assertEqual(stepper.step(DT)["stepped"], 0)
         self.assertEqual(stepper.status()["instances"], [])
+
+
+class StepBurstTest(unittest.TestCase):
+    """The lines a client sent after its step run, up to its next step,
+    before another client's step that waited for the same instances (issue
+    12): a viewer's single step of a paused instance, "enable true, step,
+    enable false", steps it once, even while a game server's step of it
+    arrives during that step; the game server's step then skips it."""
+
+    def test_enable_step_disable_should_step_a_paused_instance_once(self):
+        srv = fresh_server(self)
+        viewer, game = srv.client(timeout=60), srv.client(timeout=60)
+        self.addCleanup(viewer.close)
+        self.addCleanup(game.close)
+        # About 0.1 s a step: the game's step surely arrives during it.
+        big = viewer.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=64)
+        viewer.pin(big, list(range(128)))
+        viewer.request("enable", instance=big, enabled=False)
+        for k in range(3):
+            lines = [{"id": 1, "cmd": "enable", "instance": big, "enabled": True},
+                     {"id": 2, "cmd": "step", "dt": DT, "instances": [big]},
+                     {"id": 3, "cmd": "enable", "instance": big, "enabled": False},
+                     {"id": 4, "cmd": "get", "instance": big}]
+            viewer.send_raw(b"".join((json.dumps(m) + "\n").encode() for m in lines))
+            time.sleep(0.02)
+            game.send_json({"id": 9, "cmd": "step", "dt": DT, "instances": [big]})
+            replies = [viewer.read_reply() for _ in lines]
+            self.assertEqual(replies[1]["stepped"], 1)
+            self.assertEqual(game.read_reply()["stepped"], 0, "the game's step finds it paused again")
+            self.assertEqual(replies[3]["frame"], k + 1, "one step per burst")
+            self.assertFalse(replies[3]["enabled"])
+        self.assertEqual(viewer.get(big).frame, 3)
+
+    def test_a_client_stepping_back_to_back_should_not_starve_a_parked_request(self):
+        srv = fresh_server(self)
+        stepper, other = srv.client(timeout=60), srv.client(timeout=60)
+        self.addCleanup(stepper.close)
+        self.addCleanup(other.close)
+        big = stepper.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=64)
+        # Three steps pipelined: the other client's get, parked on the first,
+        # runs before the second, not after the third.
+        stepper.send_raw(b"".join((json.dumps({"id": i, "cmd": "step", "dt": DT, "instances": [big]}) + "\n").encode()
+                                  for i in range(3)))
+        time.sleep(0.02)
+        self.assertEqual(other.get(big).frame, 1)
+        self.assertEqual([stepper.read_reply()["stepped"] for _ in range(3)], [1, 1, 1])

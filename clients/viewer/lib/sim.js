@@ -13,9 +13,10 @@
 // A single step advances every paused instance by one step of its own dt
 // (from its frames: time over frame number; 1/60 s until it has stepped
 // twice), in one burst that clothd reads at once: enable, step, disable.
-// A client whose own `step` of those instances was already waiting on
-// them when the burst's step started can slip in one more step; nobody
-// else can.
+// clothd runs the lines after a finished step before the other clients'
+// requests that waited for it (PROTOCOL.md, ordering guarantee 7), so a
+// game server's step that arrives meanwhile finds them disabled again:
+// exactly one step.
 //
 // A reset puts instances back to the state the relay first saw them in:
 // when an instance first shows up enabled, the relay saves it in clothd's

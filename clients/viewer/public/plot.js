@@ -98,7 +98,8 @@ export function createPlot({ hook }) {
     // The budget: dashed, where the steps had one.
     // (On top of the rest: the line to read the rest against.)
     let budgetY = null;
-    let budgetFrom = null;
+    let budgetFrom = null; // where the newest unbroken run of the line starts
+    let budgetRun = 0;     // and how many samples it holds
     ctx.strokeStyle = BUDGET;
     ctx.lineWidth = 1.5;
     ctx.setLineDash([5, 3]);
@@ -112,7 +113,11 @@ export function createPlot({ hook }) {
         continue;
       }
       budgetY = y(s.budgetMs);
-      if (budgetFrom === null) budgetFrom = x(s.t);
+      if (!pen) {
+        budgetFrom = x(s.t);
+        budgetRun = 0;
+      }
+      budgetRun++;
       if (pen) ctx.lineTo(x(s.t), budgetY);
       else ctx.moveTo(x(s.t) - 2, budgetY);
       pen = true;
@@ -131,8 +136,9 @@ export function createPlot({ hook }) {
     }
     readout.textContent = text;
     // budgetY: the newest budget's row on the canvas, budgetFrom the x
-    // where the line starts, in CSS pixels.
-    hook.plot = { available, visible, samples: samples.length, last, maxY, budgetY, budgetFrom, readout: text };
+    // where its newest unbroken run starts, in CSS pixels; budgetRun: the
+    // samples in that run.
+    hook.plot = { available, visible, samples: samples.length, last, maxY, budgetY, budgetFrom, budgetRun, readout: text };
   }
 
   function trim() {

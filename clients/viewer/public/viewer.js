@@ -1422,10 +1422,23 @@ window.addEventListener('keydown', (e) => {
 
 // ---- render loop -------------------------------------------------------------
 
-let lastRenderEnd = 0;
-let lastRenderCost = 0;
+// What a render costs is seen in the time until the browser gives the next
+// frame (render() only queues the GPU's work). Where that is long (software
+// GL, no GPU: over 40 ms, where a GPU gives the next frame at the display's
+// 16.7 ms), the page draws at most once per twice that time, so that the
+// GPU process keeps half of its time for the page's own frames and input.
+const SLOW_FRAME_MS = 40;
+let lastRenderAt = 0;
+let renderCost = 0;
+let timing = false;
 function loop(now) {
   requestAnimationFrame(loop);
+  if (timing) {
+    // Over a second is no render: a hidden tab's frames stop.
+    if (now - lastRenderAt < 1000) renderCost = now - lastRenderAt;
+    hook.renderMs = renderCost;
+    timing = false;
+  }
   // Newest frame per instance only: frames that arrived in between are skipped.
   let applied = false;
   for (const [id, buf] of state.incoming) {
@@ -1448,20 +1461,16 @@ function loop(now) {
   stepFlight(now);
   if (controls.update()) dirty = true;
   if (!dirty) return;
-  // A slow renderer (software GL, no GPU) draws at most every other of its
-  // own render times, so that the page keeps half of its time for input
-  // and the panel; a GPU's render takes well under a frame and is not held.
-  if (now - lastRenderEnd < lastRenderCost) return;
+  if (renderCost > SLOW_FRAME_MS && now - lastRenderAt < 2 * renderCost) return;
   dirty = false;
   const sel = state.views.get(state.selected);
   selectionBox.visible = !!sel && sel.count > 0;
   if (selectionBox.visible) {
     selectionBox.box.copy(sel.bounds()).expandByScalar(0.02);
   }
-  const t0 = performance.now();
   renderer.render(scene, camera);
-  lastRenderEnd = performance.now();
-  lastRenderCost = lastRenderEnd - t0;
+  lastRenderAt = now;
+  timing = true;
   hook.renders++;
   for (const [id, v] of state.views) if (v.frame >= 0) hook.rendered[id] = v.frame;
 }
