@@ -556,7 +556,6 @@ class InstanceView {
       // The shape drawn a little inside the true one (chordSag, flatInset);
       // the debug wireframe keeps the true shape.
       const reach = this.reach;
-      let inset = 0;
       let geo;
       let wireGeo = null;
       let mat = colliderMaterial;
@@ -565,26 +564,23 @@ class InstanceView {
         mat = planeMaterial;
       } else if (c.type === 'capsule' && c.height > 2 * c.radius) {
         const r = Math.max(c.radius, 1e-4);
-        inset = chordSag(r, reach);
-        geo = new THREE.CapsuleGeometry(r - inset, c.height - 2 * r, 8, 24);
+        geo = new THREE.CapsuleGeometry(r - chordSag(r, reach), c.height - 2 * r, 8, 24);
         wireGeo = new THREE.CapsuleGeometry(r, c.height - 2 * r, 8, 24);
       } else if (c.type === 'taperedCapsule') {
         const r1 = c.radius;
         const r2 = c.radius2 ?? c.radius;
         const d1 = chordSag(r1, reach);
         const d2 = chordSag(r2, reach);
-        inset = Math.max(d1, d2);
         geo = taperedCapsuleGeometry(r1 - d1, r2 - d2, c.height - d1 - d2);
         wireGeo = taperedCapsuleGeometry(r1, r2, c.height);
       } else if (c.type === 'box') {
         const [x, y, z] = c.halfExtents ?? [0.5, 0.5, 0.5];
-        inset = flatInset(Math.min(x, y, z));
-        geo = new THREE.BoxGeometry(2 * (x - inset), 2 * (y - inset), 2 * (z - inset));
+        const d = flatInset(Math.min(x, y, z));
+        geo = new THREE.BoxGeometry(2 * (x - d), 2 * (y - d), 2 * (z - d));
         wireGeo = new THREE.BoxGeometry(2 * x, 2 * y, 2 * z);
       } else {
         const r = Math.max(c.radius, 1e-4);
-        inset = chordSag(r, reach);
-        geo = new THREE.SphereGeometry(r - inset, 48, 24);
+        geo = new THREE.SphereGeometry(r - chordSag(r, reach), 48, 24);
         wireGeo = new THREE.SphereGeometry(r, 32, 16);
       }
       const holder = new THREE.Group();
@@ -607,7 +603,6 @@ class InstanceView {
       }
       holder.userData.collider = c.collider;
       holder.userData.type = c.type;
-      holder.userData.inset = inset;
       this.colliders.add(holder);
     }
     this.applyDebug();
@@ -751,8 +746,9 @@ function frameBox(box) {
 
 // The sun's shadow box: around every instance and collider (planes aside)
 // and where their shadows fall on the ground, seen from the sun, so that
-// the 1024² map spends its texels on the scene (kept from growing each
-// frame: refitted when the scene changes and every second).
+// the 1024² map spends its texels on the scene. Refitted when the list of
+// instances changes and once a second (their bounds cost a pass over the
+// positions, too much for every frame of a big scene).
 const shadowBox = new THREE.Box3();
 const shadowSphere = new THREE.Sphere();
 function fitShadow() {
