@@ -16,18 +16,23 @@
  *   CD_INSTANCE_IGNORED   not used (an "instance" member is ignored)
  *   CD_INSTANCE_REQUIRED  "instance: required" when absent
  *   CD_INSTANCE_OPTIONAL  absent means server-wide (wind)
- *   CD_INSTANCE_LIST      "instance" or "instances" or neither (= all)
+ *   CD_INSTANCE_LIST      "instance" or "instances" or neither (= all, or all of
+ *                         the envelope's "scene" when it names one)
+ * The envelope's "scene" (protocol.h, PROTOCOL.md "Scenes") is read for
+ * every row: a filter where the row names instances, the scene acted on
+ * by create, status, scene and scenes, ignored by the others.
  * touches (what must not be mid-step when the request runs):
  *   CD_TOUCHES_NONE       nothing
  *   CD_TOUCHES_ONE        the request's instance
  *   CD_TOUCHES_OPTIONAL   the request's instance when given (wind: the
  *                         global wind is snapshotted into each step job)
- *   CD_TOUCHES_LISTED     the listed instances, or all when none is listed
+ *   CD_TOUCHES_LISTED     the listed instances, or all (all of the scene) when
+ *                         none is listed
  *   CD_TOUCHES_ALL        every instance
  * access: CD_ACCESS_READ (allowed with a read-only token) or CD_ACCESS_WRITE.
  * payload (what cd_request_free frees): CD_PAYLOAD_NONE, CD_PAYLOAD_PARTICLES
  *   (as.pin: particles, positions), CD_PAYLOAD_LIST (as.step / as.subscribe /
- *   as.save / as.record: the id list), CD_PAYLOAD_MESH (as.create: the soft
+ *   as.save / as.record / as.destroy: the id list), CD_PAYLOAD_MESH (as.create: the soft
  *   body's or the mesh cloth's mesh, the paint), CD_PAYLOAD_PAINT (as.set:
  *   the paint), CD_PAYLOAD_SKIN (as.skin: positions, normals).
  *
@@ -39,8 +44,8 @@
 #define CD_COMMAND_MAP(X)                                                                         \
     X(CREATE, create, "create", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_WRITE,            \
       CD_PAYLOAD_MESH)                                                                            \
-    X(DESTROY, destroy, "destroy", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE,         \
-      CD_PAYLOAD_NONE)                                                                            \
+    X(DESTROY, destroy, "destroy", CD_INSTANCE_LIST, CD_TOUCHES_LISTED, CD_ACCESS_WRITE,          \
+      CD_PAYLOAD_LIST)                                                                            \
     X(PIN, pin, "pin", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE,                     \
       CD_PAYLOAD_PARTICLES)                                                                       \
     X(UNPIN, unpin, "unpin", CD_INSTANCE_REQUIRED, CD_TOUCHES_ONE, CD_ACCESS_WRITE,               \
@@ -88,7 +93,11 @@
       CD_PAYLOAD_NONE)                                                                            \
     X(JOURNALS, journals, "journals", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ,       \
       CD_PAYLOAD_NONE)                                                                            \
-    X(HELLO, hello, "hello", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE)
+    X(HELLO, hello, "hello", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ, CD_PAYLOAD_NONE) \
+    X(SCENE, scene, "scene", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_WRITE,               \
+      CD_PAYLOAD_NONE)                                                                            \
+    X(SCENES, scenes, "scenes", CD_INSTANCE_IGNORED, CD_TOUCHES_NONE, CD_ACCESS_READ,             \
+      CD_PAYLOAD_NONE)
 
 typedef enum cd_command {
 #define CD_COMMAND_ENUM(ID, name, wire, rule, touches, access, payload) CD_CMD_##ID,

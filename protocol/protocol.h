@@ -138,6 +138,13 @@ typedef struct cd_frame_options {
 #define CD_SNAPSHOT_NAME_MAX 64
 bool cd_snapshot_name_ok(const char *name);
 
+/* A scene's name (the envelope's "scene"; PROTOCOL.md "Scenes"): 1 to
+ * CD_SCENE_NAME_MAX bytes of A-Z a-z 0-9 . _ : -. An instance created
+ * without one is in CD_SCENE_DEFAULT. */
+#define CD_SCENE_NAME_MAX 64
+#define CD_SCENE_DEFAULT "default"
+bool cd_scene_name_ok(const char *name);
+
 /* get's optional arrays ("velocities", "normals": false when absent). */
 typedef struct cd_get_options {
     bool velocities, normals;
@@ -160,6 +167,8 @@ typedef struct cd_request {
     cd_command cmd;
     cJSON *id;          /* owned copy of the request's "id", or NULL */
     bool has_instance;  /* "instance" was given */
+    bool has_scene;     /* "scene" was given (a valid name, in `scene`) */
+    char scene[CD_SCENE_NAME_MAX + 1];
     /* The message as received (owned: a JSON line, or a binary request,
      * which starts with 0x89), kept only while a recording asks for it
      * (server/recording.c); NULL otherwise. */
@@ -181,6 +190,7 @@ typedef struct cd_request {
             cd_tet_mesh mesh;
             cd_tri_mesh cloth_mesh;
             cd_paint_request paint;
+            bool ephemeral; /* tied to the creating connection */
         } create;
         /* pin and unpin; positions is NULL when none were given (pin in place) */
         struct {
@@ -206,6 +216,10 @@ typedef struct cd_request {
          * server's default (--step-budget-ms) */
         struct { cd_id_list instances; float dt; bool has_budget; float budget_ms; } step;
         struct { cd_id_list instances; cd_frame_options options; } subscribe;
+        /* "instance", "instances" or the envelope's "scene" (one of them) */
+        struct { cd_id_list instances; } destroy;
+        /* scene: "ephemeral" given, and its value (absent: a query) */
+        struct { bool has_ephemeral, ephemeral; } scene;
         struct { bool has_enabled, enabled; } debug; /* no "enabled": query */
         struct { bool has_strict, strict; } hello; /* no "strict": unchanged */
         cd_get_options get;
@@ -249,7 +263,7 @@ typedef struct cd_request {
 } cd_request;
 
 /* The id list of a CD_INSTANCE_LIST command (step, subscribe,
- * unsubscribe), NULL for any other. With "instance" it holds that one id. */
+ * unsubscribe, save, record, destroy), NULL for any other. With "instance" it holds that one id. */
 const cd_id_list *cd_request_instances(const cd_request *req);
 
 /* Copies into `dst` the options of a `set` request that were given. */

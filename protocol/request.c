@@ -308,6 +308,12 @@ static cd_status parse_create(const cJSON *obj, const cd_limits *lim, cd_request
     cd_status st = read_enum(obj, CD_ENUM_INSTANCE_TYPE, false, &type, err);
     if (st != CD_OK)
         return st;
+    /* Tied to the creating connection (PROTOCOL.md "Scenes"). */
+    const cJSON *ephemeral = cd_json_member(obj, "ephemeral");
+    req->as.create.ephemeral = false;
+    if (ephemeral && (st = cd_json_bool(ephemeral, "ephemeral", &req->as.create.ephemeral,
+                                        err)) != CD_OK)
+        return st;
     if (type == CD_INSTANCE_SOFTBODY) {
         st = cd_parse_softbody(obj, lim, req, err);
         return st == CD_OK ? cd_parse_paint(obj, lim, &req->as.create.paint, err) : st;
@@ -356,7 +362,11 @@ static cd_status parse_wind(const cJSON *obj, const cd_limits *lim, cd_request *
 {
     (void)lim;
     const cJSON *item = required(obj, "wind", err);
-    return item ? cd_json_vec3(item, "wind", &req->as.wind.wind, err) : err->code;
+    cd_status st = item ? cd_json_vec3(item, "wind", &req->as.wind.wind, err) : err->code;
+    if (st == CD_OK && req->has_scene && !req->has_instance)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "scene: goes with \"instance\" (the global wind belongs to no scene)");
+    return st;
 }
 
 static cd_status parse_gravity(const cJSON *obj, const cd_limits *lim, cd_request *req,
@@ -748,9 +758,47 @@ static cd_status parse_hello(const cJSON *obj, const cd_limits *lim, cd_request 
     return strict ? cd_json_bool(strict, "strict", &req->as.hello.strict, err) : CD_OK;
 }
 
+/* destroy: "instance", "instances" or "scene" (every instance of it);
+ * never all of the world by default. */
+static cd_status parse_destroy(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                               cd_error *err)
+{
+    cd_status st = read_instance_list(obj, lim, req, &req->as.destroy.instances, err);
+    if (st == CD_OK && req->as.destroy.instances.all && !req->has_scene)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                       "instance: required (or \"instances\", or \"scene\" for all of a scene)");
+    return st;
+}
+
+/* scene: the envelope's "scene" (required) and an optional "ephemeral". */
+static cd_status parse_scene(const cJSON *obj, const cd_limits *lim, cd_request *req,
+                             cd_error *err)
+{
+    (void)lim;
+    if (!req->has_scene)
+        return cd_fail(err, CD_E_INVALID_ARGUMENT, "scene: required");
+    const cJSON *item = cd_json_member(obj, "ephemeral");
+    req->as.scene.has_ephemeral = item != NULL;
+    return item ? cd_json_bool(item, "ephemeral", &req->as.scene.ephemeral, err) : CD_OK;
+}
+
+bool cd_scene_name_ok(const char *name)
+{
+    const size_t n = strlen(name);
+    if (n == 0 || n > CD_SCENE_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
 /* The commands that read nothing beyond the envelope. */
-#define parse_destroy parse_nothing
 #define parse_status parse_nothing
+#define parse_scenes parse_nothing
 #define parse_topology parse_nothing
 #define parse_skin cd_parse_skin
 #define parse_ping parse_nothing
@@ -822,6 +870,9 @@ _Static_assert(offsetof(cd_request, as.step.instances) == offsetof(cd_request, a
 _Static_assert(offsetof(cd_request, as.step.instances) ==
                    offsetof(cd_request, as.record.instances),
                "record's id list shares that place");
+_Static_assert(offsetof(cd_request, as.step.instances) ==
+                   offsetof(cd_request, as.destroy.instances),
+               "destroy's id list shares that place");
 
 const cd_id_list *cd_request_instances(const cd_request *req)
 {
@@ -992,6 +1043,17 @@ static cd_status parse_object(const cJSON *root, const cd_limits *lim, cd_reques
                            "unknown command \"%s\" (did you mean \"%s\"?)", quoted, near);
         return cd_fail(err, CD_E_UNKNOWN_COMMAND,
                        "unknown command \"%s\" (hello lists the commands)", quoted);
+    }
+
+    /* "scene": the envelope's, read for every command (commands.h). */
+    const cJSON *scene = cd_json_member(root, "scene");
+    if (scene) {
+        if (!cJSON_IsString(scene) || scene->valuestring == NULL ||
+            !cd_scene_name_ok(scene->valuestring))
+            return cd_fail(err, CD_E_INVALID_ARGUMENT,
+                           "scene: must be 1 to %d of A-Z a-z 0-9 . _ : -", CD_SCENE_NAME_MAX);
+        memcpy(out->scene, scene->valuestring, strlen(scene->valuestring) + 1);
+        out->has_scene = true;
     }
 
     if (entry->instance == CD_INSTANCE_REQUIRED || entry->instance == CD_INSTANCE_OPTIONAL) {

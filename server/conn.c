@@ -852,6 +852,9 @@ static void on_close(uv_handle_t *handle)
 {
     cd_conn *conn = handle->data;
     cd_server *server = conn->server;
+    /* A safe point: no request is running. What it held goes now (or, for
+     * an instance being stepped, when its batch is back). */
+    cd_scenes_release_conn(server, conn);
     server->conn_count--;
     cd_metrics_conn_close(conn);
     if (conn->prev != NULL)
@@ -868,6 +871,7 @@ static void on_close(uv_handle_t *handle)
     free(conn->gather);
     free(conn->event_slots);
     free(conn->subs);
+    free(conn->scene_subs);
     free(conn);
 }
 
@@ -878,6 +882,12 @@ const cd_frame_options *cd_conn_subscription(const cd_conn *conn, cd_id instance
     for (uint32_t i = 0; i < conn->sub_count; i++)
         if (conn->subs[i].instance == instance)
             return &conn->subs[i].options;
+    if (conn->scene_sub_count > 0) {
+        const cd_frame_options *opts =
+            cd_scenes_subscription(conn, cd_scenes_of(conn->server, instance));
+        if (opts != NULL)
+            return opts;
+    }
     return conn->sub_all ? &conn->all_options : NULL;
 }
 

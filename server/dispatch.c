@@ -65,7 +65,20 @@ cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req)
     cd_instance *inst = cd_world_get(conn->server->world, req->instance);
     if (inst == NULL)
         cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", req->instance);
+    else if (!cd_in_scene(conn->server, req, req->instance)) {
+        cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instance: instance %u is not in scene \"%s\"",
+                      req->instance, req->scene);
+        return NULL;
+    }
     return inst;
+}
+
+bool cd_in_scene(const cd_server *server, const cd_request *req, cd_id id)
+{
+    if (!req->has_scene)
+        return true;
+    const cd_scene *scene = cd_scenes_of(server, id);
+    return scene != NULL && strcmp(scene->name, req->scene) == 0;
 }
 
 /* A live instance being stepped. A client's id is looked up first: only a
@@ -91,6 +104,8 @@ static bool touches_busy(const cd_server *server, const cd_request *req)
         return req->has_instance && is_busy(server, req->instance);
     case CD_TOUCHES_LISTED: {
         const cd_id_list *list = cd_request_instances(req);
+        if (list != NULL && list->all && req->has_scene)
+            return cd_scenes_busy(server, req->scene);
         if (list == NULL || list->all)
             return true;
         for (uint32_t i = 0; i < list->count; i++)
@@ -147,6 +162,12 @@ cd_dispatch_result cd_cmd_create(cd_conn *conn, const cd_request *req)
                                      : (uint32_t)def->width * (uint32_t)def->height;
     if (!cd_paint_fits(conn, req, &req->as.create.paint, vertices))
         return CD_DISPATCH_DONE;
+    const char *scene = req->has_scene ? req->scene : CD_SCENE_DEFAULT;
+    cd_error err;
+    if (!cd_scenes_room(conn->server, scene, &err)) {
+        cd_conn_send_error(conn, req->id, &err);
+        return CD_DISPATCH_DONE;
+    }
     cd_id id = 0;
     cd_field_fault fault;
     cd_status st = soft   ? cd_world_create_softbody_ex(world, &req->as.create.mesh, def, &id, &fault)
@@ -161,28 +182,48 @@ cd_dispatch_result cd_cmd_create(cd_conn *conn, const cd_request *req)
         reply_fault(conn, req, st, &fault);
         return CD_DISPATCH_DONE;
     }
+    if (!cd_scenes_add(conn->server, id, scene, req->as.create.ephemeral ? conn : NULL, true,
+                       &err)) {
+        cd_world_destroy_instance(world, id);
+        cd_conn_send_error(conn, req->id, &err);
+        return CD_DISPATCH_DONE;
+    }
     cd_instance_info info;
     cd_instance_get_info(cd_world_get(world, id), &info);
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddNumberToObject(reply, "instance", id);
     cJSON_AddNumberToObject(reply, "particles", info.particles);
     cJSON_AddNumberToObject(reply, "constraints", info.constraints);
+    cJSON_AddStringToObject(reply, "scene", scene);
+    cJSON_AddBoolToObject(reply, "ephemeral", req->as.create.ephemeral);
     cd_conn_send_reply(conn, reply);
 
-    /* Subscribers to "all" see the new instance from its first state. */
+    /* Subscribers to "all" or to its scene see the new instance from its
+     * first state. */
     for (cd_conn *c = conn->server->conns; c != NULL; c = c->next)
-        if (c->sub_all && !c->closing)
+        if (cd_conn_subscription(c, id) != NULL)
             cd_stepper_send_current(c, cd_world_get(world, id));
     return CD_DISPATCH_DONE;
 }
 
+/* One instance, a list, or every instance of a scene; the reply lists the
+ * destroyed ids. */
 cd_dispatch_result cd_cmd_destroy(cd_conn *conn, const cd_request *req)
 {
-    if (cd_require_instance(conn, req) == NULL)
+    uint32_t count = 0;
+    cd_id *ids = cd_resolve_ids(conn, req, &req->as.destroy.instances, &count);
+    if (ids == NULL)
         return CD_DISPATCH_DONE;
-    cd_world_destroy_instance(conn->server->world, req->instance);
-    cd_dispatch_forget_instance(conn->server, req->instance);
-    reply_ok(conn, req);
+    /* One instance's request line is journaled as it is (dispatch); the
+     * others get a destroy each. */
+    for (uint32_t i = 0; i < count; i++)
+        cd_scenes_destroy(conn->server, ids[i], !req->has_instance);
+    cJSON *reply = cd_reply_ok(req->id);
+    cJSON *arr = cJSON_AddArrayToObject(reply, "destroyed");
+    for (uint32_t i = 0; i < count; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+    free(ids);
+    cd_conn_send_reply(conn, reply);
     return CD_DISPATCH_DONE;
 }
 
@@ -216,7 +257,7 @@ cd_dispatch_result cd_cmd_unpin(cd_conn *conn, const cd_request *req)
 
 static bool has_subscriptions(const cd_conn *conn)
 {
-    return conn->sub_all || conn->sub_count > 0;
+    return conn->sub_all || conn->sub_count > 0 || conn->scene_sub_count > 0;
 }
 
 /* Sends a copy of `event` to every connection but `from` that holds a
@@ -481,6 +522,8 @@ cd_id *cd_resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *li
     }
     if (list->all) {
         *count = cd_world_list(world, ids, n);
+        if (req->has_scene) /* every instance of the scene */
+            *count = cd_scenes_filter(conn->server, req->scene, ids, *count);
         return ids;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -490,6 +533,17 @@ cd_id *cd_resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *li
                 cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instance: no instance %u", id);
             else
                 cd_reply_fail(conn, req, CD_E_NOT_FOUND, "instances[%u]: no instance %u", i, id);
+            free(ids);
+            return NULL;
+        }
+        if (!cd_in_scene(conn->server, req, id)) {
+            if (req->has_instance)
+                cd_reply_fail(conn, req, CD_E_NOT_FOUND,
+                              "instance: instance %u is not in scene \"%s\"", id, req->scene);
+            else
+                cd_reply_fail(conn, req, CD_E_NOT_FOUND,
+                              "instances[%u]: instance %u is not in scene \"%s\"", i, id,
+                              req->scene);
             free(ids);
             return NULL;
         }
@@ -562,6 +616,48 @@ static void remove_subscription(cd_conn *conn, cd_id id)
     }
 }
 
+/* A subscription to a scene, by name (it need not exist yet); false when
+ * out of memory or over CD_SCENE_SUBS_MAX (the error is sent). */
+static bool add_scene_subscription(cd_conn *conn, const cd_request *req,
+                                   const cd_frame_options *options)
+{
+    for (uint32_t i = 0; i < conn->scene_sub_count; i++) {
+        if (strcmp(conn->scene_subs[i].name, req->scene) == 0) {
+            conn->scene_subs[i].options = *options;
+            return true;
+        }
+    }
+    if (conn->scene_sub_count == CD_SCENE_SUBS_MAX) {
+        cd_reply_fail(conn, req, CD_E_LIMIT_EXCEEDED,
+                      "scene: at most %u scene subscriptions per connection", CD_SCENE_SUBS_MAX);
+        return false;
+    }
+    if (conn->scene_sub_count == conn->scene_sub_cap) {
+        uint32_t cap = conn->scene_sub_cap ? conn->scene_sub_cap * 2 : 4;
+        cd_scene_sub *grown = realloc(conn->scene_subs, cap * sizeof *grown);
+        if (grown == NULL) {
+            cd_reply_fail(conn, req, CD_E_INTERNAL, "subscribe: out of memory");
+            return false;
+        }
+        conn->scene_subs = grown;
+        conn->scene_sub_cap = cap;
+    }
+    cd_scene_sub *sub = &conn->scene_subs[conn->scene_sub_count++];
+    snprintf(sub->name, sizeof sub->name, "%s", req->scene);
+    sub->options = *options;
+    return true;
+}
+
+static void remove_scene_subscription(cd_conn *conn, const char *name)
+{
+    for (uint32_t i = 0; i < conn->scene_sub_count; i++) {
+        if (strcmp(conn->scene_subs[i].name, name) == 0) {
+            conn->scene_subs[i] = conn->scene_subs[--conn->scene_sub_count];
+            return;
+        }
+    }
+}
+
 /* "instance" or "instances" or neither (= all) as one list. */
 static cd_id_list subscription_list(const cd_request *req)
 {
@@ -577,7 +673,13 @@ cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
     cd_id *ids = cd_resolve_ids(conn, req, &list, &count);
     if (ids == NULL)
         return CD_DISPATCH_DONE;
-    if (list.all) {
+    /* A scene's: its instances now and those created in it later. */
+    const bool scene = list.all && req->has_scene;
+    if (scene && !add_scene_subscription(conn, req, &req->as.subscribe.options)) {
+        free(ids);
+        return CD_DISPATCH_DONE;
+    }
+    if (list.all && !scene) {
         conn->sub_all = true;
         conn->all_options = req->as.subscribe.options;
     }
@@ -589,7 +691,12 @@ cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
         }
     }
     cJSON *reply = cd_reply_ok(req->id);
-    if (list.all) {
+    if (scene) {
+        cJSON_AddStringToObject(reply, "scene", req->scene);
+        cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
+        for (uint32_t i = 0; i < count; i++)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+    } else if (list.all) {
         cJSON_AddBoolToObject(reply, "all", true);
     } else {
         cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
@@ -606,10 +713,30 @@ cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
 cd_dispatch_result cd_cmd_unsubscribe(cd_conn *conn, const cd_request *req)
 {
     cd_id_list list = subscription_list(req);
-    if (list.all) {
+    cd_server *server = conn->server;
+    if (list.all && req->has_scene) {
+        /* The scene's subscription and those of its instances by name. */
+        remove_scene_subscription(conn, req->scene);
+        for (uint32_t i = 0; i < conn->sub_count;) {
+            if (cd_in_scene(server, req, conn->subs[i].instance))
+                conn->subs[i] = conn->subs[--conn->sub_count];
+            else
+                i++;
+        }
+    } else if (list.all) {
         conn->sub_all = false;
         conn->sub_count = 0;
+        conn->scene_sub_count = 0;
     } else {
+        for (uint32_t i = 0; i < list.count; i++) {
+            if (cd_world_get(server->world, list.ids[i]) != NULL &&
+                !cd_in_scene(server, req, list.ids[i])) {
+                cd_reply_fail(conn, req, CD_E_NOT_FOUND,
+                              "instances[%u]: instance %u is not in scene \"%s\"", i,
+                              list.ids[i], req->scene);
+                return CD_DISPATCH_DONE;
+            }
+        }
         for (uint32_t i = 0; i < list.count; i++)
             remove_subscription(conn, list.ids[i]);
     }

@@ -3,6 +3,7 @@
  *   conn.c     one client: input framing, replies, frame delivery, closing
  *   dispatch.c one request -> one reply (or a step batch)
  *   queries.c  the read-only requests: get, topology, status
+ *   scenes.c   scenes, connection-owned lifetimes, destroying instances
  *   stepper.c  step batches on the worker pool, completion, frame fan-out
  *   budget.c   the step budget's plan: levels of detail from predicted costs
  *   frames.c   reference-counted encoded frames
@@ -24,6 +25,7 @@
 #include <uv.h>
 
 #include "../protocol/protocol.h"
+#include "../solver/snapshot.h"
 #include "../solver/solver.h"
 #include "log.h"
 #include "metrics.h"
@@ -103,6 +105,39 @@ typedef struct cd_subscription {
     cd_frame_options options;
 } cd_subscription;
 
+/* A connection's subscription to a scene: its instances' frames, those
+ * created in it later included (it follows the scene by name). */
+typedef struct cd_scene_sub {
+    char name[CD_SCENE_NAME_MAX + 1];
+    cd_frame_options options;
+} cd_scene_sub;
+
+/* The most scene subscriptions one connection holds (a scene need not
+ * exist to be subscribed to, so they are not bounded by the instances). */
+#define CD_SCENE_SUBS_MAX 256u
+
+/* One scene: named, counted, perhaps tied to a connection. It exists
+ * while it holds an instance or a connection holds it. */
+typedef struct cd_scene {
+    char name[CD_SCENE_NAME_MAX + 1];
+    uint32_t hash;      /* of the name: compared before the bytes */
+    uint32_t instances; /* live instances in it */
+    cd_conn *owner;     /* the connection it is tied to ("ephemeral"), or NULL */
+    bool used;          /* a free record otherwise */
+} cd_scene;
+
+/* Scenes and lifetimes (scenes.c), per instance slot (cd_id_index). */
+typedef struct cd_scene_table {
+    cd_scene *scenes;
+    uint32_t scene_count, scene_cap; /* records used; records allocated */
+    uint32_t slots;       /* max_instances + 1 */
+    cd_id *id;            /* [slot]: the live instance, 0 for none */
+    uint32_t *scene;      /* [slot]: its scene's record */
+    cd_conn **owner;      /* [slot]: the connection it is tied to, or NULL */
+    uint8_t *doomed;      /* [slot]: destroy once its step is back */
+    uint32_t doomed_count;
+} cd_scene_table;
+
 /* The newest frame of one instance waiting for a slow subscriber. */
 typedef struct cd_frame_slot {
     cd_id instance;
@@ -158,11 +193,18 @@ struct cd_conn {
     cd_event_slot *event_slots; /* newest waiting event per kind and instance */
     uint32_t event_slot_count, event_slot_cap;
 
-    /* Subscriptions. A named one's options win over the "all" one's. */
+    /* Subscriptions. A named one's options win over a scene's, which win
+     * over the "all" one's. */
     bool sub_all;
     cd_frame_options all_options; /* of the "all" subscription */
     cd_subscription *subs;
     uint32_t sub_count, sub_cap;
+    cd_scene_sub *scene_subs;
+    uint32_t scene_sub_count, scene_sub_cap;
+
+    /* Instances and scenes tied to this connection (scenes.c): destroyed
+     * when it closes. 0: nothing to look for then. */
+    uint32_t owned;
 
     cd_conn_stats stats; /* peer, counters, log rate limits (metrics.c) */
 };
@@ -200,6 +242,7 @@ struct cd_server {
     bool final_autosave;       /* stopping: the last autosave waits for those writes */
     uint64_t memory_snapshot_particles; /* held by every connection's memory snapshots */
     cd_recording *recording;   /* the journal being written, NULL when none */
+    cd_scene_table scenes;     /* each instance's scene and owner (scenes.c) */
 };
 
 /* ---- conn.c ---- */
@@ -259,8 +302,11 @@ cd_dispatch_result cd_dispatch(cd_conn *conn, cd_request *req);
 /* Helpers shared by dispatch.c and queries.c. */
 void cd_reply_fail(cd_conn *conn, const cd_request *req, cd_status code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The request's instance, or NULL after replying not_found. */
+/* The request's instance, or NULL after replying not_found (it does not
+ * exist, or it is not in the request's "scene"). */
 cd_instance *cd_require_instance(cd_conn *conn, const cd_request *req);
+/* Is `id` in the request's "scene" (true when it names none)? */
+bool cd_in_scene(const cd_server *server, const cd_request *req, cd_id id);
 /* Painted properties (skin.c): whether each given one has 1 value or one
  * per vertex (else the error is sent and false returned), and applying
  * them (the solver checks the values). */
@@ -287,6 +333,53 @@ void cd_dispatch_forget_instance(cd_server *server, cd_id instance);
  * The caller frees the result. */
 cd_id *cd_resolve_ids(cd_conn *conn, const cd_request *req, const cd_id_list *list,
                       uint32_t *count);
+
+/* ---- scenes.c: scenes, lifetimes, destroying instances ---- */
+/* The slot table for --max-instances; false when out of memory. */
+bool cd_scenes_init(cd_server *server);
+void cd_scenes_free(cd_server *server);
+/* A new (created or loaded) instance joins `scene`, tied to `owner` when
+ * not NULL. False when the scene cannot be made: CD_E_LIMIT_EXCEEDED (at
+ * most --max-instances scenes) or CD_E_INTERNAL, with `err`; `limit`
+ * false lets loads past the bound (they are bounded by the instances). */
+bool cd_scenes_add(cd_server *server, cd_id id, const char *scene, cd_conn *owner, bool limit,
+                   cd_error *err);
+/* Whether a new instance could join `scene` (create asks before it
+ * builds); false with `err` as cd_scenes_add. */
+bool cd_scenes_room(cd_server *server, const char *scene, cd_error *err);
+/* The instance's scene (NULL for an id that is not live). */
+const cd_scene *cd_scenes_of(const cd_server *server, cd_id id);
+/* Is it destroyed when a connection closes (its own tie or its scene's)? */
+bool cd_scenes_ephemeral(const cd_server *server, cd_id id);
+/* The scene named `name`, NULL when none exists. */
+const cd_scene *cd_scenes_find(const cd_server *server, const char *name);
+/* Keeps the ids of `ids` (count of them) that are in scene `name`, in
+ * their order; how many. */
+uint32_t cd_scenes_filter(const cd_server *server, const char *name, cd_id *ids, uint32_t count);
+/* Is an instance of scene `name` being stepped? */
+bool cd_scenes_busy(const cd_server *server, const char *name);
+/* Destroys a live instance: the world's, its scene's, every subscription
+ * and slot; `journal`: the recording gets a destroy for it (when no
+ * request line was journaled for it). */
+void cd_scenes_destroy(cd_server *server, cd_id id, bool journal);
+/* The instance is gone from the world already (a load replaced it). */
+void cd_scenes_forget(cd_server *server, cd_id id);
+/* The connection is gone (its close callback: a safe point): what it
+ * holds is destroyed, an instance being stepped once its batch is back. */
+void cd_scenes_release_conn(cd_server *server, cd_conn *conn);
+/* A step batch is back: destroys the doomed instances no batch holds. */
+void cd_scenes_reap(cd_server *server);
+/* The snapshot tag of an instance (scene and ephemeral), and back: a
+ * loaded instance joins its saved scene; one saved as ephemeral is tied
+ * to `owner`, or destroyed at once when `owner` is NULL (the load at
+ * start: its connection is gone). Returns false when it was destroyed. */
+void cd_scenes_tag(const cd_server *server, cd_id id, cd_snapshot_tag *tag);
+bool cd_scenes_adopt(cd_server *server, cd_id id, const cd_snapshot_tag *tag, cd_conn *owner);
+/* The scene list of `scenes` and `status` ("scenes": name, instances,
+ * ephemeral), sorted by name; only `only` when not NULL. False on OOM. */
+bool cd_scenes_add_list(const cd_server *server, cJSON *reply, const char *only);
+/* Is `conn` subscribed to scene `scene` (NULL: no)? Its options. */
+const cd_frame_options *cd_scenes_subscription(const cd_conn *conn, const cd_scene *scene);
 
 /* ---- snapshot_file.c: files under --data-dir ---- */
 typedef enum cd_file_status { CD_FILE_OK, CD_FILE_MISSING, CD_FILE_ERROR } cd_file_status;
@@ -356,6 +449,9 @@ void cd_recording_step(cd_server *server, const cd_id *ids, const int32_t *level
                        float dt);
 /* Does the recording hold any of these instances? */
 bool cd_recording_holds(const cd_server *server, const cd_id *ids, uint32_t count);
+/* A recorded instance was destroyed by no journaled request (a destroy of
+ * a list or a scene, its connection closing): a destroy is journaled. */
+void cd_recording_destroyed(cd_server *server, cd_id id);
 /* Stopping (or a load replacing the world): the journal is closed with its
  * STOP record. */
 void cd_recording_shutdown(cd_server *server);

@@ -2,6 +2,7 @@
  * larger replies (positions, triangles, the console block). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -92,6 +93,14 @@ static void add_colliders(cJSON *reply, const cd_instance *inst)
     }
 }
 
+/* "scene" and "ephemeral" (destroyed when a connection closes). */
+static void add_scene(cJSON *obj, const cd_server *server, cd_id id)
+{
+    const cd_scene *scene = cd_scenes_of(server, id);
+    cJSON_AddStringToObject(obj, "scene", scene != NULL ? scene->name : CD_SCENE_DEFAULT);
+    cJSON_AddBoolToObject(obj, "ephemeral", cd_scenes_ephemeral(server, id));
+}
+
 /* "velocities" and "normals" when the request asks for them: the same
  * values a frame's channels carry (solver/render.c defines them). */
 /* The positions (in world coordinates: the solver's are local) and the
@@ -127,6 +136,7 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     cJSON *reply = cd_reply_ok(req->id);
     cJSON_AddNumberToObject(reply, "instance", info.id);
     cJSON_AddStringToObject(reply, "type", cd_instance_type_name(info.type));
+    add_scene(reply, conn->server, info.id);
     cJSON_AddNumberToObject(reply, "width", info.width);
     cJSON_AddNumberToObject(reply, "height", info.height);
     cJSON_AddNumberToObject(reply, "frame", (double)info.frame);
@@ -159,7 +169,7 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     return CD_DISPATCH_DONE;
 }
 
-/* Subscribing again to an instance replaces its options. */
+/* Every instance, or with "scene" those of one scene; the scenes. */
 cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
 {
     cd_server *server = conn->server;
@@ -170,7 +180,9 @@ cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
     cJSON *reply = cd_reply_ok(req->id);
     if (ids == NULL || infos == NULL)
         goto oom;
-    cd_world_list(server->world, ids, n);
+    n = cd_world_list(server->world, ids, n);
+    if (req->has_scene)
+        n = cd_scenes_filter(server, req->scene, ids, n);
     cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
     for (uint32_t i = 0; i < n; i++) {
         cd_instance_get_info(cd_world_get(server->world, ids[i]), &infos[i]);
@@ -179,6 +191,7 @@ cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
         cJSON_AddItemToArray(arr, item);
         cJSON_AddNumberToObject(item, "instance", info->id);
         cJSON_AddStringToObject(item, "type", cd_instance_type_name(info->type));
+        add_scene(item, server, info->id);
         cJSON_AddNumberToObject(item, "particles", info->particles);
         cJSON_AddNumberToObject(item, "constraints", info->constraints);
         cJSON_AddNumberToObject(item, "colliders", info->colliders);
@@ -192,6 +205,8 @@ cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
     cd_add_vec3(reply, "globalWind", cd_world_global_wind(server->world));
     cJSON_AddStringToObject(reply, "version", CD_VERSION_STRING);
     cJSON_AddBoolToObject(reply, "debug", server->debug);
+    if (!cd_scenes_add_list(server, reply, req->has_scene ? req->scene : NULL))
+        goto oom;
     text = cd_status_text(infos, n);
     if (text == NULL)
         goto oom;

@@ -143,6 +143,17 @@ static bool changes_an_instance(cd_command cmd)
     }
 }
 
+void cd_recording_destroyed(cd_server *server, cd_id id)
+{
+    cd_recording *r = server->recording;
+    if (r == NULL || !recorded(r, id))
+        return;
+    uint8_t body[8 + 48];
+    put_u64(body, r->frames);
+    const int n = snprintf((char *)body + 8, sizeof body - 8, "{\"cmd\":\"destroy\",\"instance\":%u}", id);
+    append(server, REC_COMMAND, body, 8 + (size_t)n);
+}
+
 bool cd_recording_wants_lines(const cd_server *server)
 {
     return server->recording != NULL;
@@ -279,7 +290,17 @@ cd_dispatch_result cd_cmd_record(cd_conn *conn, const cd_request *req)
     uint8_t *snap = NULL;
     size_t snap_len = 0;
     cd_field_fault fault;
-    cd_status st = cd_snapshot_save(server->world, ids, count, &snap, &snap_len, &fault);
+    /* Each instance's scene and lifetime go with it (scenes.c). */
+    cd_snapshot_tag *tags = malloc((count ? count : 1) * sizeof *tags);
+    for (uint32_t i = 0; i < count && tags != NULL; i++)
+        cd_scenes_tag(server, ids[i], &tags[i]);
+    cd_status st = CD_E_INTERNAL;
+    if (tags != NULL)
+        st = cd_snapshot_save_tagged(server->world, ids, count, tags, &snap, &snap_len, &fault);
+    else
+        fault = (cd_field_fault){.kind = CD_FAULT_MEMORY, .field = "record",
+                                 .reason = "out of memory"};
+    free(tags);
     if (st != CD_OK) {
         free(ids);
         cd_reply_fail(conn, req, st, "record: %s: %s", fault.field, fault.reason);
@@ -361,8 +382,13 @@ static void replay_command(replay_state *rs, const uint8_t *line, size_t len)
             ? cd_binary_request_parse(line, len, &rs->server->limits, &req, &err)
             : cd_request_parse((const char *)line, len, &rs->server->limits, &req, &err);
     if (parsed == CD_OK && req.has_instance &&
-        (req.instance = replayed_id(rs, req.instance)) != 0)
+        (req.instance = replayed_id(rs, req.instance)) != 0) {
+        /* A command of a list (destroy) holds the instance there too. */
+        cd_id_list *list = (cd_id_list *)cd_request_instances(&req);
+        if (list != NULL && !list->all && list->count == 1)
+            list->ids[0] = req.instance;
         cd_dispatch_apply(&rs->sink, &req);
+    }
     cd_request_free(&req);
 }
 
@@ -443,10 +469,15 @@ cd_dispatch_result cd_cmd_replay(cd_conn *conn, const cd_request *req)
                        .count = loaded.info.instances};
     rs.sink.server = server;
     rs.sink.sink = true;
+    /* They join their recorded scenes; an ephemeral one is tied to the
+     * connection that asked for the replay (scenes.c). */
+    for (uint32_t i = 0; i < rs.count; i++)
+        cd_scenes_adopt(server, rs.to[i], &loaded.tags[i], conn);
     /* Viewers see the replayed instances from their first state. */
     for (cd_conn *c = server->conns; c != NULL; c = c->next)
-        for (uint32_t i = 0; i < rs.count && c->sub_all && !c->closing; i++)
-            cd_stepper_send_current(c, cd_world_get(server->world, rs.to[i]));
+        for (uint32_t i = 0; i < rs.count && !c->closing; i++)
+            if (cd_conn_subscription(c, rs.to[i]) != NULL)
+                cd_stepper_send_current(c, cd_world_get(server->world, rs.to[i]));
     uint64_t frames = 0;
     bool complete = false;
     size_t torn_at = 0;

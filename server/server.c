@@ -174,6 +174,7 @@ int cd_server_run(const cd_server_options *opts)
                          .max_step_work = opts->max_step_work};
     server.world = cd_world_create(&wdef);
     server.busy = calloc(opts->max_instances + 1u, 1);
+    const bool scenes = cd_scenes_init(&server);
     uv_async_init(&loop, &server.wake, on_wake);
     server.wake.data = &server;
     uv_timer_init(&loop, &server.line_timer);
@@ -192,7 +193,7 @@ int cd_server_run(const cd_server_options *opts)
     capacity = capacity < (1u << 24) ? capacity : (1u << 24);
     server.pool = cd_pool_create(opts->workers, (uint32_t)capacity, notify_loop, &server);
     int exit_code = 1;
-    if (server.world == NULL || server.busy == NULL || server.pool == NULL) {
+    if (server.world == NULL || server.busy == NULL || server.pool == NULL || !scenes) {
         fprintf(stderr, "clothd: out of memory or threads at start-up\n");
         goto shutdown;
     }
@@ -233,6 +234,7 @@ shutdown:
     cd_stepper_drain(&server);     /* frees batches still held */
     uv_loop_close(&loop);
     cd_world_destroy(server.world);
+    cd_scenes_free(&server);
     free(server.busy);
     return exit_code;
 }

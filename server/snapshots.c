@@ -101,7 +101,18 @@ static cd_save_job *serialise(cd_server *server, const char *name, const cd_id *
     }
     job->started_ns = uv_hrtime();
     cd_field_fault fault;
-    cd_status st = cd_snapshot_save(server->world, ids, count, &job->data, &job->len, &fault);
+    /* Each instance's scene and lifetime go with it (scenes.c). */
+    cd_snapshot_tag *tags = malloc((count ? count : 1) * sizeof *tags);
+    for (uint32_t i = 0; i < count && tags != NULL; i++)
+        cd_scenes_tag(server, ids[i], &tags[i]);
+    cd_status st = CD_E_INTERNAL;
+    if (tags != NULL)
+        st = cd_snapshot_save_tagged(server->world, ids, count, tags, &job->data, &job->len,
+                                     &fault);
+    else
+        fault = (cd_field_fault){.kind = CD_FAULT_MEMORY, .field = "snapshot",
+                                 .reason = "out of memory"};
+    free(tags);
     if (st != CD_OK) {
         *code = st;
         snprintf(err, cap, "%.47s: %.150s", fault.field, fault.reason);
@@ -295,14 +306,23 @@ void cd_snapshots_forget_conn(cd_conn *conn)
     }
 }
 
-/* After a load: subscriptions to instances that are gone are forgotten,
- * and subscribers see the loaded instances' state at once. */
-static void announce_load(cd_server *server, const cd_id *old, uint32_t old_count,
-                          const cd_id *ids, uint32_t count)
+/* After a load: instances that are gone leave their scenes and every
+ * subscription; the loaded ones join their saved scenes (an ephemeral one
+ * is tied to the loading connection), and subscribers see their state at
+ * once. */
+static void announce_load(cd_server *server, cd_conn *conn, const cd_id *old, uint32_t old_count,
+                          const cd_snapshot_loaded *loaded)
 {
-    for (uint32_t i = 0; i < old_count; i++)
-        if (cd_world_get(server->world, old[i]) == NULL)
+    const cd_id *ids = loaded->ids;
+    const uint32_t count = loaded->info.instances;
+    for (uint32_t i = 0; i < old_count; i++) {
+        if (cd_world_get(server->world, old[i]) == NULL) {
+            cd_scenes_forget(server, old[i]);
             cd_dispatch_forget_instance(server, old[i]);
+        }
+    }
+    for (uint32_t i = 0; i < count; i++)
+        cd_scenes_adopt(server, ids[i], &loaded->tags[i], conn);
     for (cd_conn *c = server->conns; c != NULL; c = c->next)
         for (uint32_t i = 0; i < count && !c->closing; i++)
             if (c->sub_all || cd_conn_subscription(c, ids[i]) != NULL)
@@ -366,7 +386,7 @@ cd_dispatch_result cd_cmd_load(cd_conn *conn, const cd_request *req)
         cd_recording_shutdown(server);
     const cd_snapshot_info info = loaded.info;
     const cd_id *ids = loaded.ids;
-    announce_load(server, old, old_count, ids, info.instances);
+    announce_load(server, conn, old, old_count, &loaded);
     free(old);
     if (cd_log_begin(&server->log, CD_LOG_INFO, "snapshot-loaded")) {
         cd_log_str(&server->log, "name", name);
@@ -484,6 +504,16 @@ static void load_newest(cd_server *server)
             free(data);
         }
         if (st == CD_OK) {
+            /* Ephemeral instances are not restored: their connection is
+             * gone with the server that saved them. */
+            uint32_t dropped = 0;
+            for (uint32_t k = 0; k < loaded.info.instances; k++)
+                dropped += !cd_scenes_adopt(server, loaded.ids[k], &loaded.tags[k], NULL);
+            if (dropped > 0 && cd_log_begin(&server->log, CD_LOG_INFO, "snapshot-ephemeral-dropped")) {
+                cd_log_str(&server->log, "name", names[i]);
+                cd_log_uint(&server->log, "instances", dropped);
+                cd_log_end(&server->log);
+            }
             if (cd_log_begin(&server->log, CD_LOG_INFO, "snapshot-loaded")) {
                 cd_log_str(&server->log, "name", names[i]);
                 cd_log_str(&server->log, "dir", server->opts.data_dir);

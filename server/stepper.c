@@ -678,6 +678,8 @@ static void finish_batch(cd_server *server, cd_batch *batch)
         cd_server_set_busy(server, batch->jobs[i].id, false);
         release_frames(&batch->jobs[i]);
     }
+    /* Instances whose connection closed while they were being stepped. */
+    cd_scenes_reap(server);
     /* A worker may not yet be through its notify for this batch. */
     if (__atomic_load_n(&batch->unnotified, __ATOMIC_ACQUIRE) == 0) {
         free_batch(batch);

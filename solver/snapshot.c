@@ -109,12 +109,15 @@ static void write_options(cd_snap_writer *w, const cd_cloth_def *def)
 
 /* ---- one instance ------------------------------------------------------------ */
 
-static void write_instance(cd_snap_writer *w, const cd_instance *inst)
+static void write_instance(cd_snap_writer *w, const cd_instance *inst, const cd_snapshot_tag *tag)
 {
     const uint32_t n = inst->particle_count, type = (uint32_t)inst->type;
     cd_snap_begin_section(w, "INST", CD_SNAP_SECTION_VERSION);
     cd_snap_put1(w, "id", CD_SNAP_U32, &inst->id);
     cd_snap_put1(w, "type", CD_SNAP_U32, &type);
+    /* The host's bytes (the server's scene): absent when it gave none. */
+    if (tag != NULL && tag->len > 0)
+        cd_snap_put_n(w, "tag", CD_SNAP_U8, tag->bytes, tag->len);
     write_options(w, &inst->def);
     cd_snap_put1(w, "particles", CD_SNAP_U32, &n);
     if (inst->type == CD_INSTANCE_SOFTBODY) {
@@ -228,6 +231,13 @@ static void write_instance(cd_snap_writer *w, const cd_instance *inst)
 cd_status cd_snapshot_save(const cd_world *world, const cd_id *ids, uint32_t count,
                            uint8_t **out, size_t *len, cd_field_fault *fault)
 {
+    return cd_snapshot_save_tagged(world, ids, count, NULL, out, len, fault);
+}
+
+cd_status cd_snapshot_save_tagged(const cd_world *world, const cd_id *ids, uint32_t count,
+                                  const cd_snapshot_tag *tags, uint8_t **out, size_t *len,
+                                  cd_field_fault *fault)
+{
     assert(world != NULL && out != NULL && len != NULL);
     uint64_t particles = 0;
     for (uint32_t i = 0; i < count; i++) {
@@ -277,7 +287,7 @@ cd_status cd_snapshot_save(const cd_world *world, const cd_id *ids, uint32_t cou
     free(fifo);
 
     for (uint32_t i = 0; i < count; i++)
-        write_instance(&w, cd_world_get(world, ids[i]));
+        write_instance(&w, cd_world_get(world, ids[i]), tags != NULL ? &tags[i] : NULL);
 
     const uint32_t before = w.sections;
     cd_snap_begin_section(&w, "END ", CD_SNAP_SECTION_VERSION);
@@ -683,12 +693,20 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
     return cd_snap_all_used(sec, fault);
 }
 
-/* One INST section to a new instance, not yet in any world. */
-static cd_status read_instance(cd_snap_section *sec, cd_instance **out, cd_field_fault *fault)
+/* One INST section to a new instance, not yet in any world, and its tag. */
+static cd_status read_instance(cd_snap_section *sec, cd_instance **out, cd_snapshot_tag *tag,
+                               cd_field_fault *fault)
 {
     *out = NULL;
     uint32_t id = 0, type = 0, n = 0;
     cd_status st;
+    tag->len = cd_snap_count_of(sec, "tag");
+    if (tag->len > CD_SNAPSHOT_TAG_MAX)
+        return cd_snap_bad(fault, sec, "field \"tag\": %" PRIu32 " bytes, at most %u", tag->len,
+                           CD_SNAPSHOT_TAG_MAX);
+    if (tag->len > 0 &&
+        (st = cd_snap_get_n(sec, "tag", CD_SNAP_U8, tag->bytes, tag->len, fault)) != CD_OK)
+        return st;
     if ((st = cd_snap_get_n(sec, "id", CD_SNAP_U32, &id, 1, fault)) != CD_OK ||
         (st = cd_snap_get_n(sec, "type", CD_SNAP_U32, &type, 1, fault)) != CD_OK ||
         (st = cd_snap_get_n(sec, "particles", CD_SNAP_U32, &n, 1, fault)) != CD_OK)
@@ -725,6 +743,7 @@ typedef struct decoded {
     uint16_t *generations, *fifo;
     uint32_t generation_count, fifo_count;
     cd_instance **instances;
+    cd_snapshot_tag *tags; /* one per instance */
     uint32_t count;
 } decoded;
 
@@ -733,6 +752,7 @@ static void decoded_free(decoded *d)
     for (uint32_t i = 0; i < d->count; i++)
         cd_instance_free(d->instances[i]);
     free(d->instances);
+    free(d->tags);
     free(d->generations);
     free(d->fifo);
     memset(d, 0, sizeof *d);
@@ -814,7 +834,8 @@ static cd_status decode(const uint8_t *data, size_t len, decoded *d, cd_field_fa
                 (st = read_head(&sec, d, fault)) == CD_OK) {
                 d->instances = calloc(d->info.instances ? d->info.instances : 1,
                                       sizeof *d->instances);
-                if (d->instances == NULL)
+                d->tags = calloc(d->info.instances ? d->info.instances : 1, sizeof *d->tags);
+                if (d->instances == NULL || d->tags == NULL)
                     st = cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, sec.label,
                                       "out of memory");
             }
@@ -825,7 +846,7 @@ static cd_status decode(const uint8_t *data, size_t len, decoded *d, cd_field_fa
             if (d->count == d->info.instances)
                 st = expect_tag(&sec, "END ", fault);
             else if ((st = expect_tag(&sec, "INST", fault)) == CD_OK) {
-                st = read_instance(&sec, &d->instances[d->count], fault);
+                st = read_instance(&sec, &d->instances[d->count], &d->tags[d->count], fault);
                 if (d->instances[d->count] != NULL)
                     d->count++; /* freed with the rest, whatever st */
             }
@@ -952,7 +973,9 @@ void cd_snapshot_loaded_free(cd_snapshot_loaded *loaded)
         return;
     free(loaded->ids);
     free(loaded->saved_ids);
+    free(loaded->tags);
     loaded->ids = loaded->saved_ids = NULL;
+    loaded->tags = NULL;
 }
 
 cd_status cd_snapshot_load(cd_world *world, const uint8_t *data, size_t len, cd_snapshot_mode mode,
@@ -1009,9 +1032,11 @@ cd_status cd_snapshot_load(cd_world *world, const uint8_t *data, size_t len, cd_
         free(fifo); /* create's own slot order stands */
     free(seen);
     free(old);
-    if (loaded != NULL)
-        *loaded = (cd_snapshot_loaded){.info = d.info, .ids = ids, .saved_ids = saved};
-    else {
+    if (loaded != NULL) {
+        *loaded = (cd_snapshot_loaded){.info = d.info, .ids = ids, .saved_ids = saved,
+                                       .tags = d.tags};
+        d.tags = NULL; /* the caller's now */
+    } else {
         free(ids);
         free(saved);
     }

@@ -32,12 +32,26 @@ typedef struct cd_snapshot_info {
     char simd[16]; /* the SIMD path it was saved on ("avx2", "scalar") */
 } cd_snapshot_info;
 
+/* The host's bytes for one instance (the server keeps its scene and
+ * lifetime there): saved and loaded with the instance, never read by the
+ * solver. len 0: none (the field is then not written at all). */
+#define CD_SNAPSHOT_TAG_MAX 128u
+typedef struct cd_snapshot_tag {
+    uint32_t len;
+    uint8_t bytes[CD_SNAPSHOT_TAG_MAX];
+} cd_snapshot_tag;
+
 /* Serialises the instances `ids` (count of them; every one live) and the
  * world's slot table and global wind into a malloc'd buffer (*out, *len;
  * the caller frees it with free()). CD_E_INTERNAL when out of memory,
  * CD_E_NOT_FOUND for an id that is not live (*fault names it). */
 cd_status cd_snapshot_save(const cd_world *world, const cd_id *ids, uint32_t count,
                            uint8_t **out, size_t *len, cd_field_fault *fault);
+/* The same with a tag per instance (`tags[i]` goes with `ids[i]`; NULL:
+ * none), each written as the INST field "tag". */
+cd_status cd_snapshot_save_tagged(const cd_world *world, const cd_id *ids, uint32_t count,
+                                  const cd_snapshot_tag *tags, uint8_t **out, size_t *len,
+                                  cd_field_fault *fault);
 
 /* Checks a snapshot whole (preamble, every section's framing, checksum,
  * version and fields, every instance rebuilt) without touching any world;
@@ -74,6 +88,7 @@ typedef struct cd_snapshot_loaded {
     cd_snapshot_info info;
     cd_id *ids;
     cd_id *saved_ids;
+    cd_snapshot_tag *tags; /* each instance's tag (len 0 when it had none) */
 } cd_snapshot_loaded;
 void cd_snapshot_loaded_free(cd_snapshot_loaded *loaded); /* NULL is fine */
 
