@@ -228,15 +228,19 @@ void cd_scenes_destroy(cd_server *server, cd_id id, bool journal)
     cd_dispatch_forget_instance(server, id);
 }
 
-/* Destroys the instance in `slot` now, or once its batch is back. */
-static void doom(cd_server *server, uint32_t slot, const cd_conn *leaving)
+/* Destroys the instance in `slot` now, or once its batch is back;
+ * counts which in `now`, `later`. */
+static void doom(cd_server *server, uint32_t slot, const cd_conn *leaving, uint32_t *now,
+                 uint32_t *later)
 {
     cd_scene_table *t = table(server);
     const cd_id id = t->id[slot];
     if (!cd_server_is_busy(server, id)) {
         cd_scenes_destroy(server, id, true);
+        ++*now;
         return;
     }
+    ++*later;
     if (t->owner[slot] == leaving) { /* the connection is being freed */
         t->owner[slot]->owned--;
         t->owner[slot] = NULL;
@@ -252,21 +256,30 @@ void cd_scenes_release_conn(cd_server *server, cd_conn *conn)
     cd_scene_table *t = table(server);
     if (conn->owned == 0)
         return;
+    uint32_t now = 0, later = 0, scenes = 0;
     /* The scenes it holds: every instance of each, whoever created it. */
     for (uint32_t i = 0; i < t->scene_cap && conn->owned > 0; i++) {
         if (!t->scenes[i].used || t->scenes[i].owner != conn)
             continue;
         t->scenes[i].owner = NULL;
         conn->owned--;
+        scenes++;
         for (uint32_t slot = 1; slot < t->slots && t->scenes[i].used; slot++)
             if (t->id[slot] != 0 && t->scene[slot] == i && !t->doomed[slot])
-                doom(server, slot, conn);
+                doom(server, slot, conn, &now, &later);
         drop_if_empty(t, i);
     }
     /* Its own ephemeral instances. */
     for (uint32_t slot = 1; slot < t->slots && conn->owned > 0; slot++)
         if (t->id[slot] != 0 && t->owner[slot] == conn)
-            doom(server, slot, conn);
+            doom(server, slot, conn, &now, &later);
+    if (cd_log_begin(&server->log, CD_LOG_INFO, "ephemeral-released")) {
+        cd_log_str(&server->log, "peer", conn->stats.peer);
+        cd_log_uint(&server->log, "scenes", scenes);
+        cd_log_uint(&server->log, "destroyed", now);
+        cd_log_uint(&server->log, "after_step", later);
+        cd_log_end(&server->log);
+    }
 }
 
 void cd_scenes_reap(cd_server *server)

@@ -311,15 +311,17 @@ void cd_snapshots_forget_conn(cd_conn *conn)
  * is tied to the loading connection), and subscribers see their state at
  * once. */
 static void announce_load(cd_server *server, cd_conn *conn, const cd_id *old, uint32_t old_count,
-                          const cd_snapshot_loaded *loaded)
+                          const cd_snapshot_loaded *loaded, bool replace)
 {
     const cd_id *ids = loaded->ids;
     const uint32_t count = loaded->info.instances;
+    /* A replace destroyed every old instance, even those whose ids came
+     * back; subscriptions to such an id go on. */
     for (uint32_t i = 0; i < old_count; i++) {
-        if (cd_world_get(server->world, old[i]) == NULL) {
+        if (replace)
             cd_scenes_forget(server, old[i]);
+        if (cd_world_get(server->world, old[i]) == NULL)
             cd_dispatch_forget_instance(server, old[i]);
-        }
     }
     for (uint32_t i = 0; i < count; i++)
         cd_scenes_adopt(server, ids[i], &loaded->tags[i], conn);
@@ -386,7 +388,7 @@ cd_dispatch_result cd_cmd_load(cd_conn *conn, const cd_request *req)
         cd_recording_shutdown(server);
     const cd_snapshot_info info = loaded.info;
     const cd_id *ids = loaded.ids;
-    announce_load(server, conn, old, old_count, &loaded);
+    announce_load(server, conn, old, old_count, &loaded, req->as.load.replace);
     free(old);
     if (cd_log_begin(&server->log, CD_LOG_INFO, "snapshot-loaded")) {
         cd_log_str(&server->log, "name", name);

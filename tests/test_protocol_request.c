@@ -263,7 +263,8 @@ Test(protocol_request, command_names_are_the_wire_names)
     static const char *const names[] = {
         "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
         "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug",
-        "set", "transform", "attach", "topology", "ping", "auth", "stats", "skin", "teleport"};
+        "set", "transform", "attach", "topology", "ping", "auth", "stats", "skin", "teleport",
+        "save", "load", "record", "replay", "journals", "hello", "scene", "scenes"};
     const int known = (int)(sizeof names / sizeof names[0]);
     cr_assert_geq(CD_CMD_COUNT, known);
     for (int i = 0; i < known; i++)
@@ -299,7 +300,7 @@ Test(protocol_request, read_only_commands_are_exactly_the_listed_ones)
 {
     static const char *const read_only[] = {"ping",      "status",      "get",  "topology",
                                             "subscribe", "unsubscribe", "auth", "stats",
-                                            "journals",  "hello"};
+                                            "journals",  "hello",       "scenes"};
     for (int i = 0; i < CD_CMD_COUNT; i++) {
         bool listed = false;
         for (size_t k = 0; k < sizeof read_only / sizeof read_only[0]; k++)
@@ -324,7 +325,12 @@ Test(protocol_request, each_command_row_says_what_it_touches)
     cr_assert_eq(cd_command_touches(CD_CMD_STATUS), CD_TOUCHES_ALL);
     cr_assert_eq(cd_command_touches(CD_CMD_STEP), CD_TOUCHES_LISTED);
     cr_assert_eq(cd_command_touches(CD_CMD_SUBSCRIBE), CD_TOUCHES_LISTED);
-    static const cd_command one[] = {CD_CMD_DESTROY, CD_CMD_PIN, CD_CMD_UNPIN, CD_CMD_GRAVITY,
+    /* one, a list, or a scene's */
+    cr_assert_eq(cd_command_touches(CD_CMD_DESTROY), CD_TOUCHES_LISTED);
+    /* the server's table of scenes, no instance's state */
+    cr_assert_eq(cd_command_touches(CD_CMD_SCENE), CD_TOUCHES_NONE);
+    cr_assert_eq(cd_command_touches(CD_CMD_SCENES), CD_TOUCHES_NONE);
+    static const cd_command one[] = {CD_CMD_PIN, CD_CMD_UNPIN, CD_CMD_GRAVITY,
                                      CD_CMD_ADD_COLLIDER, CD_CMD_MOVE_COLLIDER,
                                      CD_CMD_REMOVE_COLLIDER, CD_CMD_ENABLE, CD_CMD_GET,
                                      CD_CMD_SET, CD_CMD_TRANSFORM, CD_CMD_ATTACH,
@@ -619,13 +625,135 @@ Test(protocol_request, destroy_reads_the_instance)
 
 Test(protocol_request, instance_is_required_where_the_contract_says_so)
 {
-    const char *cmds[] = {"destroy", "pin", "unpin", "gravity", "addCollider", "moveCollider",
+    const char *cmds[] = {"pin", "unpin", "gravity", "addCollider", "moveCollider",
                           "removeCollider", "enable", "get"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char line[96];
         snprintf(line, sizeof line, "{\"cmd\":\"%s\"}", cmds[i]);
         expect_error(line, CD_E_INVALID_ARGUMENT, "instance: required");
+        /* a scene alone names no instance of these */
+        snprintf(line, sizeof line, "{\"cmd\":\"%s\",\"scene\":\"a\"}", cmds[i]);
+        expect_error(line, CD_E_INVALID_ARGUMENT, "instance: required");
     }
+}
+
+/* ---- scenes (PROTOCOL.md "Scenes") ---------------------------------------- */
+
+Test(protocol_request, scene_names_are_1_to_64_of_the_allowed_bytes)
+{
+    cr_assert(cd_scene_name_ok("default"));
+    cr_assert(cd_scene_name_ok("npc-capes"));
+    cr_assert(cd_scene_name_ok("match:42.blue_team"));
+    cr_assert(cd_scene_name_ok(".starts-with-a-dot")); /* not a file name: allowed */
+    char longest[CD_SCENE_NAME_MAX + 2];
+    memset(longest, 'x', CD_SCENE_NAME_MAX);
+    longest[CD_SCENE_NAME_MAX] = '\0';
+    cr_assert(cd_scene_name_ok(longest));
+    longest[CD_SCENE_NAME_MAX] = 'x';
+    longest[CD_SCENE_NAME_MAX + 1] = '\0';
+    cr_assert_not(cd_scene_name_ok(longest));
+    static const char *const bad[] = {"", "a b", "a/b", "caf\xc3\xa9", "a\"b", "a,b", "*"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        cr_assert_not(cd_scene_name_ok(bad[k]), "%s", bad[k]);
+}
+
+Test(protocol_request, scene_is_read_by_the_envelope_of_every_command)
+{
+    static const char *const lines[] = {
+        "{\"cmd\":\"create\",\"scene\":\"a:1\"}",
+        "{\"cmd\":\"get\",\"instance\":3,\"scene\":\"a:1\"}",
+        "{\"cmd\":\"step\",\"scene\":\"a:1\"}",
+        "{\"cmd\":\"status\",\"scene\":\"a:1\"}",
+        "{\"cmd\":\"ping\",\"scene\":\"a:1\"}", /* ignored there: a router's key */
+        "{\"cmd\":\"destroy\",\"scene\":\"a:1\"}",
+        "{\"cmd\":\"scene\",\"scene\":\"a:1\"}",
+        "{\"cmd\":\"scenes\",\"scene\":\"a:1\"}",
+    };
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+        cd_request req;
+        parse_ok(lines[k], &req);
+        cr_assert(req.has_scene, "%s", lines[k]);
+        cr_assert_str_eq(req.scene, "a:1");
+        cd_request_free(&req);
+    }
+    cd_request req;
+    parse_ok("{\"cmd\":\"step\"}", &req);
+    cr_assert_not(req.has_scene);
+    cr_assert(req.as.step.instances.all); /* v1: every instance */
+    cd_request_free(&req);
+}
+
+Test(protocol_request, a_bad_scene_is_invalid_argument_naming_scene)
+{
+    const char *msg = "scene: must be 1 to 64 of A-Z a-z 0-9 . _ : -";
+    expect_error("{\"cmd\":\"create\",\"scene\":\"\"}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"step\",\"scene\":\"two words\"}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"get\",\"instance\":1,\"scene\":7}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"status\",\"scene\":null}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"ping\",\"scene\":\"a/b\"}", CD_E_INVALID_ARGUMENT, msg);
+    expect_error("{\"cmd\":\"step\",\"scene\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+                 CD_E_INVALID_ARGUMENT, msg); /* 65 bytes */
+}
+
+Test(protocol_request, create_reads_ephemeral_as_a_boolean)
+{
+    cd_request req;
+    parse_ok("{\"cmd\":\"create\",\"ephemeral\":true,\"scene\":\"s\"}", &req);
+    cr_assert(req.as.create.ephemeral);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"create\",\"type\":\"softbody\",\"shape\":\"box\",\"ephemeral\":true}", &req);
+    cr_assert(req.as.create.ephemeral);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"create\"}", &req);
+    cr_assert_not(req.as.create.ephemeral);
+    cr_assert_not(req.has_scene);
+    cd_request_free(&req);
+    expect_error("{\"cmd\":\"create\",\"ephemeral\":1}", CD_E_INVALID_ARGUMENT,
+                 "ephemeral: must be true or false");
+}
+
+Test(protocol_request, destroy_takes_an_instance_a_list_or_a_scene_never_nothing)
+{
+    expect_error("{\"cmd\":\"destroy\"}", CD_E_INVALID_ARGUMENT,
+                 "instance: required (or \"instances\", or \"scene\" for all of a scene)");
+    cd_request req;
+    parse_ok("{\"cmd\":\"destroy\",\"instance\":5}", &req);
+    cr_assert(req.has_instance);
+    cr_assert_eq(req.as.destroy.instances.count, 1u);
+    cr_assert_eq(req.as.destroy.instances.ids[0], 5u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"destroy\",\"instances\":[5,6]}", &req);
+    cr_assert_eq(cd_request_instances(&req)->count, 2u);
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"destroy\",\"scene\":\"npc\"}", &req);
+    cr_assert(cd_request_instances(&req)->all);
+    cr_assert_str_eq(req.scene, "npc");
+    cd_request_free(&req);
+}
+
+Test(protocol_request, scene_requires_its_name_and_reads_ephemeral)
+{
+    expect_error("{\"cmd\":\"scene\"}", CD_E_INVALID_ARGUMENT, "scene: required");
+    expect_error("{\"cmd\":\"scene\",\"scene\":\"a\",\"ephemeral\":\"yes\"}",
+                 CD_E_INVALID_ARGUMENT, "ephemeral: must be true or false");
+    cd_request req;
+    parse_ok("{\"cmd\":\"scene\",\"scene\":\"a\"}", &req);
+    cr_assert_not(req.as.scene.has_ephemeral); /* a query */
+    cd_request_free(&req);
+    parse_ok("{\"cmd\":\"scene\",\"scene\":\"a\",\"ephemeral\":false}", &req);
+    cr_assert(req.as.scene.has_ephemeral);
+    cr_assert_not(req.as.scene.ephemeral);
+    cd_request_free(&req);
+}
+
+Test(protocol_request, the_global_wind_belongs_to_no_scene)
+{
+    expect_error("{\"cmd\":\"wind\",\"wind\":[1,0,0],\"scene\":\"a\"}", CD_E_INVALID_ARGUMENT,
+                 "scene: goes with \"instance\" (the global wind belongs to no scene)");
+    cd_request req;
+    parse_ok("{\"cmd\":\"wind\",\"wind\":[1,0,0],\"scene\":\"a\",\"instance\":2}", &req);
+    cr_assert(req.has_scene);
+    cd_request_free(&req);
 }
 
 Test(protocol_request, instance_must_be_a_u32_integer)

@@ -774,3 +774,54 @@ Test(snapshot, a_torn_sheet_should_load_and_tear_on_bit_identically)
     cd_world_destroy(a);
     cd_world_destroy(b);
 }
+
+/* The host's tag (the server's scene and lifetime) goes with its instance
+ * through save and load, whatever the mode, and costs nothing when absent:
+ * an untagged instance saves to the bytes it always did. */
+Test(snapshot, each_instances_tag_should_come_back_with_it_and_none_should_cost_no_bytes)
+{
+    cd_id ids[3];
+    cd_world *a = busy_world(ids);
+    cd_snapshot_tag tags[3] = {{0}};
+    tags[0].len = 6;
+    memcpy(tags[0].bytes, "\x01npc-a", 6);
+    tags[2].len = CD_SNAPSHOT_TAG_MAX;
+    for (uint32_t i = 0; i < CD_SNAPSHOT_TAG_MAX; i++)
+        tags[2].bytes[i] = (uint8_t)(255 - i);
+    uint8_t *tagged = NULL, *plain = NULL, *none = NULL;
+    size_t lt = 0, lp = 0, ln = 0;
+    cr_assert_eq(cd_snapshot_save_tagged(a, ids, 3, tags, &tagged, &lt, NULL), CD_OK);
+    cr_assert_eq(cd_snapshot_save(a, ids, 3, &plain, &lp, NULL), CD_OK);
+    cd_snapshot_tag empty[3] = {{0}};
+    cr_assert_eq(cd_snapshot_save_tagged(a, ids, 3, empty, &none, &ln, NULL), CD_OK);
+    cr_assert_eq(ln, lp);
+    cr_assert_eq(memcmp(none, plain, lp), 0, "empty tags write no field");
+    cr_assert_gt(lt, lp);
+    cr_assert_eq(cd_snapshot_check(tagged, lt, NULL, NULL), CD_OK);
+
+    for (int mode = CD_SNAPSHOT_REPLACE; mode <= CD_SNAPSHOT_NEW_IDS; mode++) {
+        cd_world *b = fx_world();
+        cd_snapshot_loaded loaded;
+        cr_assert_eq(cd_snapshot_load(b, tagged, lt, (cd_snapshot_mode)mode, &loaded, NULL), CD_OK);
+        cr_assert_eq(loaded.info.instances, 3u);
+        for (uint32_t i = 0; i < 3; i++) {
+            cr_assert_eq(loaded.saved_ids[i], ids[i]);
+            cr_assert_eq(loaded.tags[i].len, tags[i].len, "instance %u", i);
+            cr_assert_eq(memcmp(loaded.tags[i].bytes, tags[i].bytes, tags[i].len), 0);
+        }
+        cd_snapshot_loaded_free(&loaded);
+        cr_assert_null(loaded.tags);
+        cd_world_destroy(b);
+    }
+    cd_world *c = fx_world();
+    cd_snapshot_loaded loaded;
+    cr_assert_eq(cd_snapshot_load(c, plain, lp, CD_SNAPSHOT_REPLACE, &loaded, NULL), CD_OK);
+    for (uint32_t i = 0; i < 3; i++)
+        cr_assert_eq(loaded.tags[i].len, 0u, "a file without tags: none");
+    cd_snapshot_loaded_free(&loaded);
+    cd_world_destroy(c);
+    free(tagged);
+    free(plain);
+    free(none);
+    cd_world_destroy(a);
+}

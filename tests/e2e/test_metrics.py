@@ -12,7 +12,7 @@ from server import fresh_server
 COMMANDS = ["create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
             "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "debug",
             "set", "transform", "attach", "topology", "ping", "auth", "stats", "skin", "teleport",
-            "save", "load", "record", "replay", "journals", "hello"]
+            "save", "load", "record", "replay", "journals", "hello", "scene", "scenes"]
 CODES = ["parse_error", "unknown_command", "invalid_argument", "not_found", "limit_exceeded",
          "line_too_long", "internal", "unauthorized"]
 
