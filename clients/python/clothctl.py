@@ -256,7 +256,7 @@ class Console:
                  f"errors: {nonzero(r['errors'])}")
 
     def status(self, args: argparse.Namespace) -> None:
-        reply = self.c.status()
+        reply = self.c.status(scene=args.scene)
         if self.as_json:
             return self.print_reply()
         self.out(reply.get("text", ""), end="")
@@ -287,11 +287,12 @@ class Console:
         fields = {k: getattr(args, k) for k in (
             "width", "height", "spacing", "mass", "stiffness", "bend_stiffness", "damping", "origin",
             "solver_iterations", "right", "down", "gravity", "shape", "radius", "resolution", "center")}
-        reply = self.c.request("create", type=args.type, **fields)
+        reply = self.c.request("create", type=args.type, scene=args.scene, **fields)
         if self.as_json:
             return self.print_reply()
         self.out(f"instance {reply['instance']}: {reply.get('particles')} particles, "
-                 f"{reply.get('constraints')} constraints")
+                 f"{reply.get('constraints')} constraints"
+                 + (f", scene {reply['scene']}" if args.scene is not None else ""))
 
     def save(self, args: argparse.Namespace) -> None:
         r = self.c.save(snapshot_name(args.name), args.instance)
@@ -328,10 +329,15 @@ class Console:
             self.out(f"warning: {r['warning']}")
 
     def destroy(self, args: argparse.Namespace) -> None:
-        self.c.destroy(args.instance)
+        if args.instance is None and args.scene is None:
+            raise UsageError("destroy: give an INSTANCE or --scene NAME")
+        gone = self.c.destroy(args.instance, scene=args.scene)
         if self.as_json:
             return self.print_reply()
-        self.out(f"destroyed instance {args.instance}")
+        if args.instance is not None:
+            return self.out(f"destroyed instance {args.instance}")
+        self.out(f"destroyed {len(gone)} instance{'s' if len(gone) != 1 else ''} of scene "
+                 f"{args.scene}" + (f": {' '.join(map(str, gone))}" if gone else ""))
 
     def pin(self, args: argparse.Namespace) -> None:
         self.c.pin(args.instance, args.particle, position=args.xyz)
@@ -367,7 +373,8 @@ class Console:
         unstable: List[int] = []
         degraded = over = 0
         for i in range(args.count):
-            reply = self.c.step(args.dt, instances=args.instance, budget_ms=args.budget_ms)
+            reply = self.c.step(args.dt, instances=args.instance, budget_ms=args.budget_ms,
+                                scene=args.scene)
             degraded += len(reply.get("degraded") or [])
             over += "actualMs" in reply and reply["actualMs"] > reply["budgetMs"]
             if self.as_json:
@@ -516,7 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
     hp = sub.add_parser("help", help="list the commands, or tell one (help COMMAND)")
     hp.add_argument("topic", nargs="?", metavar="COMMAND")
 
-    sub.add_parser("status", help='print the "=== Cloth Simulation ===" block')
+    st = sub.add_parser("status", help='print the "=== Cloth Simulation ===" block')
+    st.add_argument("--scene", help="only this scene's instances")
     sub.add_parser("ping", help="check that clothd answers; prints the round trip")
     sub.add_parser("stats", help="the server's counters: connections, instances, steps, errors")
 
@@ -529,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("create", help="create a cloth (or a soft body)")
     c.add_argument("--type", default="cloth", choices=["cloth", "softbody"])
+    c.add_argument("--scene", help='the scene it belongs to (default "default")')
     c.add_argument("--width", type=int)
     c.add_argument("--height", type=int)
     c.add_argument("--spacing", type=float)
@@ -596,8 +605,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the reply is an error.")
     rw.add_argument("line", metavar="JSON")
 
-    x = sub.add_parser("destroy", help="destroy an instance")
-    x.add_argument("instance", type=int)
+    x = sub.add_parser("destroy", help="destroy an instance, or every instance of a scene")
+    x.add_argument("instance", type=int, nargs="?")
+    x.add_argument("--scene", help="every instance of this scene (with INSTANCE: it must be in it)")
 
     pn = sub.add_parser("pin", help="pin a particle in place or at X Y Z")
     pn.add_argument("instance", type=int)
@@ -620,6 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dt", type=float, default=1 / 60, help="seconds per step (default 1/60)")
     s.add_argument("--count", type=int, default=1, help="how many steps (default 1)")
     s.add_argument("--instance", type=int, action="append", help="only this instance (repeatable)")
+    s.add_argument("--scene", help="every instance of this scene (default: every instance)")
     s.add_argument("--budget-ms", type=float,
                    help="a soft time budget per step: the lowest priority steps coarser (0: none)")
 

@@ -876,6 +876,8 @@ class Client:
             try:
                 if key is _ALL:
                     self._request_once("subscribe", **options)
+                elif isinstance(key, str):
+                    self._request_once("subscribe", scene=key, **options)
                 else:
                     self._request_once("subscribe", instance=key, **options)
                 self._subs[key] = options
@@ -904,9 +906,10 @@ class Client:
         return self._sock
 
     @property
-    def subscriptions(self) -> Dict[Optional[int], Dict[str, Any]]:
-        """What this client subscribed to: instance id (None for "all") ->
-        its options (``quantize``, ``every`` as sent). A copy."""
+    def subscriptions(self) -> Dict[Union[int, str, None], Dict[str, Any]]:
+        """What this client subscribed to: instance id (None for "all", a
+        scene's name for a scene) -> its options (``quantize``, ``every``
+        as sent). A copy."""
         return {k: dict(v) for k, v in self._subs.items()}
 
     # -- raw I/O ------------------------------------------------------------
@@ -1096,10 +1099,15 @@ class Client:
         self.sock.sendall(json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n")
         return self._check(rid, self.read_reply())
 
-    def create(self, type: str = "cloth", **fields: Any) -> int:
-        """Creates an instance of ``type`` (only "cloth" in v1) with the
-        given fields (snake_case); returns its id. See :meth:`create_cloth`."""
-        return int(self.request("create", type=type, **fields)["instance"])
+    def create(self, type: str = "cloth", *, scene: Optional[str] = None,
+               ephemeral: Optional[bool] = None, **fields: Any) -> int:
+        """Creates an instance of ``type`` ("cloth" or "softbody") with the
+        given fields (snake_case); returns its id. ``scene``: the scene it
+        belongs to ("default" when unset); ``ephemeral=True``: it is
+        destroyed when this connection closes (a script that ends, well or
+        not, leaves nothing behind). See :meth:`create_cloth`."""
+        return int(self.request("create", type=type, scene=scene, ephemeral=ephemeral or None,
+                                **fields)["instance"])
 
     def create_cloth(self, width: Optional[int] = None, height: Optional[int] = None, *,
                      spacing: Optional[float] = None, mass: Optional[float] = None,
@@ -1117,6 +1125,7 @@ class Client:
                      tethers: Optional[bool] = None, tether_scale: Optional[float] = None,
                      sleep_threshold: Optional[float] = None, self_distance: Optional[float] = None,
                      lod: Optional[int] = None, priority: Optional[float] = None,
+                     scene: Optional[str] = None, ephemeral: Optional[bool] = None,
                      **extra: Any) -> int:
         """Creates a cloth and returns its instance id.
 
@@ -1141,7 +1150,8 @@ class Client:
         ``sleep_threshold`` (m/s; 0 never sleeps), ``self_distance`` (m;
         self-collision, 0 off). Level of detail: ``lod`` (0 full .. 3,
         each level about half the work of the one before) and ``priority``
-        (a step's ``budget_ms`` lowers the lowest first). ``extra`` fields
+        (a step's ``budget_ms`` lowers the lowest first). ``scene`` and
+        ``ephemeral`` as for :meth:`create`. ``extra`` fields
         are sent as they are (camelCased), for fields newer than this client.
         """
         return self.create("cloth", width=width, height=height, spacing=spacing, mass=mass,
@@ -1155,7 +1165,8 @@ class Client:
                            particle_mass=particle_mass, wind_model=wind_model,
                            air_density=air_density, drag=drag, lift=lift, tethers=tethers,
                            tether_scale=tether_scale, sleep_threshold=sleep_threshold,
-                           self_distance=self_distance, lod=lod, priority=priority, **extra)
+                           self_distance=self_distance, lod=lod, priority=priority, scene=scene,
+                           ephemeral=ephemeral, **extra)
 
     def create_softbody(self, *, shape: Optional[str] = None, radius: Optional[float] = None,
                         resolution: Optional[int] = None, center: Optional[VecLike] = None,
@@ -1170,7 +1181,8 @@ class Client:
                         solver_iterations: Optional[int] = None, substeps: Optional[int] = None,
                         gravity: Optional[VecLike] = None, thickness: Optional[float] = None,
                         sleep_threshold: Optional[float] = None, lod: Optional[int] = None,
-                        priority: Optional[float] = None, **extra: Any) -> int:
+                        priority: Optional[float] = None, scene: Optional[str] = None,
+                        ephemeral: Optional[bool] = None, **extra: Any) -> int:
         """Creates a soft body (a tetrahedral mesh) and returns its id.
 
         Either a generated ``shape``: ``"ball"`` (``radius`` 0.5,
@@ -1180,7 +1192,8 @@ class Client:
         the seed's soft-body defaults (``mass`` 5, ``stiffness`` 0.8,
         ``volume_stiffness`` 0.9 or ``volume_compliance``, ``damping`` 0.02,
         ``solver_iterations`` 8, ``substeps`` 2). :meth:`topology` gives
-        its surface triangles.
+        its surface triangles. ``scene`` and ``ephemeral`` as for
+        :meth:`create`.
         """
         return self.create("softbody", shape=shape, radius=radius, resolution=resolution,
                            center=_vec(center), size=_vec(size), cells=_ids(cells),
@@ -1192,7 +1205,8 @@ class Client:
                            velocity_retention=velocity_retention,
                            solver_iterations=solver_iterations, substeps=substeps,
                            gravity=_vec(gravity), thickness=thickness,
-                           sleep_threshold=sleep_threshold, lod=lod, priority=priority, **extra)
+                           sleep_threshold=sleep_threshold, lod=lod, priority=priority, scene=scene,
+                           ephemeral=ephemeral, **extra)
 
     def create_mesh_cloth(self, vertices: Sequence[Any], triangles: Sequence[int], *,
                           uvs: Optional[Sequence[float]] = None, **options: Any) -> int:
@@ -1327,10 +1341,17 @@ class Client:
                                  offsets=offs)
         return int(reply.get("attached", 0))
 
-    def destroy(self, instance: int) -> None:
-        """Destroys an instance; its id never works again."""
-        self.request("destroy", instance=instance)
-        self._subs.pop(instance, None)
+    def destroy(self, instance: Optional[int] = None, *, instances: Optional[Sequence[int]] = None,
+                scene: Optional[str] = None) -> List[int]:
+        """Destroys an instance, a list of them, or (``scene`` alone) every
+        instance of a scene; their ids never work again. With ids and a
+        ``scene``, each must be in it (``not_found``). Returns the
+        destroyed ids (a scene with none: ``[]``, not an error)."""
+        reply = self.request("destroy", instance=instance, instances=_ids(instances), scene=scene)
+        gone = [int(i) for i in reply.get("destroyed", [instance] if instance is not None else [])]
+        for iid in gone:
+            self._subs.pop(iid, None)
+        return gone
 
     def pin(self, instance: int, particles: Union[int, Sequence[int], None] = None,
             position: Optional[VecLike] = None, positions: Optional[Sequence[VecLike]] = None, *,
@@ -1443,9 +1464,13 @@ class Client:
         return bool(self.request("enable", instance=instance, enabled=enabled).get("enabled"))
 
     def step(self, dt: float = 1 / 60, instances: Optional[Sequence[int]] = None, *,
-             instance: Optional[int] = None, budget_ms: Optional[float] = None) -> Dict[str, Any]:
-        """Steps every enabled instance (or just ``instances``/``instance``)
-        once by ``dt`` seconds, in parallel on the server's workers.
+             instance: Optional[int] = None, budget_ms: Optional[float] = None,
+             scene: Optional[str] = None) -> Dict[str, Any]:
+        """Steps every enabled instance (or just ``instances``/``instance``,
+        or every instance of ``scene``) once by ``dt`` seconds, in
+        parallel on the server's workers. With neither ids nor a scene it
+        steps every instance of every scene (another client's too): name
+        your scene on a shared server.
 
         ``budget_ms``: a soft time budget (0: none; unset: the server's
         ``--step-budget-ms``): when the step would overrun it, the
@@ -1459,7 +1484,7 @@ class Client:
         stepped below their own level).
         """
         return self.request("step", dt=dt, instance=instance, instances=_ids(instances),
-                            budget_ms=budget_ms)
+                            budget_ms=budget_ms, scene=scene)
 
     def get(self, instance: int, *, velocities: bool = False, normals: bool = False) -> InstanceState:
         """The full state of one instance; ``velocities=True`` and
@@ -1471,9 +1496,11 @@ class Client:
 
     def subscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None, *,
                   quantize: Optional[bool] = None, every: Optional[int] = None,
-                  channels: Optional[Sequence[str]] = None) -> Dict[str, Any]:
-        """Subscribes to frames of one instance, several, or (neither) all,
-        including instances created later.
+                  channels: Optional[Sequence[str]] = None,
+                  scene: Optional[str] = None) -> Dict[str, Any]:
+        """Subscribes to frames of one instance, several, (``scene`` alone)
+        every instance of a scene, or (none of them) all; the scene's and
+        "all" include instances created later.
 
         ``quantize=True``: 16-bit frames (about half the bytes; decoded
         positions within half a quantization step of the server's).
@@ -1487,32 +1514,41 @@ class Client:
         """
         chans = None if channels is None else list(channels)
         reply = self.request("subscribe", instance=instance, instances=_ids(instances),
-                             quantize=quantize, every=every, channels=chans)
+                             quantize=quantize, every=every, channels=chans, scene=scene)
         options = {k: v for k, v in (("quantize", quantize), ("every", every), ("channels", chans))
                    if v is not None}
         if reply.get("all"):
             self._subs[_ALL] = options
-        for iid in reply.get("instances") or []:
-            self._subs[int(iid)] = options
+        elif "scene" in reply:
+            self._subs[str(reply["scene"])] = options  # a scene's: renewed by name
+        else:
+            for iid in reply.get("instances") or []:
+                self._subs[int(iid)] = options
         return reply
 
-    def unsubscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None) -> None:
-        """Drops subscriptions; with neither argument, all of them."""
-        self.request("unsubscribe", instance=instance, instances=_ids(instances))
-        if instance is None and instances is None:
+    def unsubscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None,
+                    *, scene: Optional[str] = None) -> None:
+        """Drops subscriptions; with no argument, all of them; with
+        ``scene`` alone, the scene's (and those of its instances)."""
+        self.request("unsubscribe", instance=instance, instances=_ids(instances), scene=scene)
+        if instance is None and instances is None and scene is None:
             self._subs.clear()
+        if instance is None and instances is None and scene is not None:
+            self._subs.pop(scene, None)
         for iid in ([instance] if instance is not None else []) + list(instances or []):
             self._subs.pop(iid, None)
 
     def save(self, name: str, instances: Optional[Sequence[int]] = None, *,
-             instance: Optional[int] = None) -> Dict[str, Any]:
+             instance: Optional[int] = None, scene: Optional[str] = None) -> Dict[str, Any]:
         """Writes a snapshot ``name`` (1-64 of ``A-Z a-z 0-9 . _ -``, not
         starting with ``.``) of every instance, or of ``instances`` /
         ``instance``, to the server's ``--data-dir``. Returns the reply:
-        ``name``, ``instances`` (how many), ``bytes``. Raises
+        ``name``, ``instances`` (how many), ``bytes``. ``scene``: every
+        instance of that scene. Raises
         :class:`ClothdError` ``internal`` when the disk refuses (nothing is
         then damaged), ``invalid_argument`` without ``--data-dir``."""
-        return self.request("save", name=name, instance=instance, instances=_ids(instances))
+        return self.request("save", name=name, instance=instance, instances=_ids(instances),
+                            scene=scene)
 
     def load(self, name: str, *, replace: bool = False) -> List[int]:
         """Loads the snapshot ``name``: its instances come back under their
@@ -1524,13 +1560,14 @@ class Client:
         return [int(i) for i in reply["instances"]]
 
     def record(self, name: str, instances: Optional[Sequence[int]] = None, *,
-               instance: Optional[int] = None) -> Dict[str, Any]:
+               instance: Optional[int] = None, scene: Optional[str] = None) -> Dict[str, Any]:
         """Starts the journal ``name`` (``.cdj`` in the server's
         ``--data-dir``) of every instance, or of ``instances`` /
         ``instance``: a snapshot of them, then every request that changes
         one and every step. Returns the reply (``name``, ``instances``,
         ``bytes``)."""
-        return self.request("record", name=name, instance=instance, instances=_ids(instances))
+        return self.request("record", name=name, instance=instance, instances=_ids(instances),
+                            scene=scene)
 
     def stop_recording(self) -> Dict[str, Any]:
         """Ends the journal; returns the reply (``name``, ``frames``,
@@ -1552,11 +1589,25 @@ class Client:
         the recording in progress, or None)."""
         return self.request("journals")
 
-    def status(self) -> Dict[str, Any]:
-        """The server's status reply: ``instances`` (summaries), ``workers``,
-        ``globalWind``, ``version``, ``debug`` and ``text`` (the seed's
+    def status(self, scene: Optional[str] = None) -> Dict[str, Any]:
+        """The server's status reply: ``instances`` (summaries, each with
+        its ``scene``; only ``scene``'s when given), ``workers``,
+        ``globalWind``, ``version``, ``debug``, ``scenes`` and ``text`` (the seed's
         ``=== Cloth Simulation ===`` block)."""
-        return self.request("status")
+        return self.request("status", scene=scene)
+
+    def scene(self, name: str, ephemeral: Optional[bool] = None) -> Dict[str, Any]:
+        """Ties the scene ``name`` to this connection (``ephemeral=True``:
+        when it closes, every instance of the scene is destroyed, whoever
+        created it), lets go of it (``False``), or only asks (``None``).
+        Returns the reply: ``scene``, ``instances``, ``ephemeral`` (held by
+        some connection), ``owned`` (by this one)."""
+        return self.request("scene", scene=name, ephemeral=ephemeral)
+
+    def scenes(self, scene: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every scene (or ``scene``'s entry), sorted by name: ``scene``,
+        ``instances`` (how many), ``ephemeral`` (a connection holds it)."""
+        return list(self.request("scenes", scene=scene)["scenes"])
 
     def ping(self) -> float:
         """Sends ``ping`` and returns the round trip in seconds (the reply

@@ -7,16 +7,21 @@ step (run under ASan by `make check`), subscriptions that follow a scene,
 and scenes kept by snapshots, restarts and replays."""
 
 import json
+import os
 import re
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
 from clothd import ClothdError
-from server import Server, ServerTestCase, assert_error, fresh_server, send_line
+from server import REPO, Server, ServerTestCase, assert_error, fresh_server, send_line
+
+CLOTHCTL = os.path.join(REPO, "clients", "python", "clothctl.py")
 
 
 def positions(c, instance):
@@ -304,6 +309,58 @@ class LifetimeTest(ServerTestCase):
             deferred_seen += int(m.group(1))
         self.assertGreater(deferred_seen, 0, "some instance was held by a step when its owner closed")
         self.assertEqual(stepper.request("status", scene="churn")["instances"], [])
+
+
+class PythonClientSceneTest(ServerTestCase):
+    """clothd.py's scene and ephemeral parameters, and clothctl's --scene."""
+
+    def test_the_client_creates_steps_lists_subscribes_and_destroys_by_scene(self):
+        c = self.client()
+        a = c.create_cloth(width=4, height=4, scene="py-a", sleep_threshold=0)
+        b = c.create_softbody(shape="box", scene="py-b", ephemeral=True)
+        m = c.create_mesh_cloth([[0, 0, 0], [1, 0, 0], [0, -1, 0]], [0, 1, 2], scene="py-a")
+        self.assertEqual(c.step(scene="py-a")["stepped"], 2)
+        self.assertEqual(c.get(a).frame, 1)
+        self.assertEqual(c.get(b).frame, 0)
+        self.assertEqual(sorted(e["instance"] for e in c.status(scene="py-a")["instances"]), sorted([a, m]))
+        self.assertEqual(c.scenes("py-b"), [{"scene": "py-b", "instances": 1, "ephemeral": False}])
+        self.assertEqual(c.scene("py-b")["instances"], [b])
+        self.assertEqual(c.scene("py-hold", ephemeral=True)["owned"], True)
+        reply = c.subscribe(scene="py-a")
+        self.assertEqual(sorted(reply["instances"]), sorted([a, m]))
+        self.assertIn("py-a", c.subscriptions)
+        c.reconnect()  # a scene subscription is renewed by name; the ephemeral b went with the old connection
+        self.assertIn("py-a", c.subscriptions)
+        wait_until(lambda: b not in live_ids(c), what="b destroyed with the first connection")
+        self.assertNotIn("py-hold", {s["scene"] for s in c.scenes()})
+        c.unsubscribe(scene="py-a")
+        self.assertNotIn("py-a", c.subscriptions)
+        self.assertEqual(sorted(c.destroy(scene="py-a")), sorted([a, m]))
+        self.assertEqual(c.destroy(scene="py-a"), [])
+        with self.assertRaises(ClothdError) as e:
+            c.step(scene="no spaces")
+        self.assertEqual(e.exception.code, "invalid_argument")
+
+    def ctl(self, *args):
+        out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(self.server.port), *args],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 0, f"clothctl {args}: {out.stderr}")
+        return out.stdout
+
+    def test_clothctl_creates_steps_shows_and_destroys_a_scene(self):
+        out = self.ctl("create", "--width", "3", "--height", "3", "--scene", "ctl")
+        i = int(re.match(r"instance (\d+): 9 particles, 26 constraints, scene ctl\n$", out).group(1))
+        j = self.c.create_cloth(width=3, height=3, scene="ctl-other")
+        self.addCleanup(lambda: self.c.destroy(j))
+        self.assertEqual(self.ctl("step", "--scene", "ctl", "--count", "3"),
+                         "3 steps of 0.016666668 s: 1 instance stepped\n")
+        self.assertEqual((self.c.get(i).frame, self.c.get(j).frame), (3, 0))
+        status = self.ctl("status", "--scene", "ctl")
+        self.assertEqual(status, self.c.status(scene="ctl")["text"])
+        self.assertIn("Instances: 1\n", status)
+        self.assertEqual(self.ctl("destroy", "--scene", "ctl"), f"destroyed 1 instance of scene ctl: {i}\n")
+        self.assertEqual(self.ctl("destroy", "--scene", "ctl"), "destroyed 0 instances of scene ctl\n")
+        self.assertIn(j, live_ids(self.c))
 
 
 class SceneSnapshotTest(unittest.TestCase):
