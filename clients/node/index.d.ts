@@ -173,7 +173,15 @@ export type PaintedName =
   | 'stretchComplianceScale'
   | 'bendComplianceScale';
 
-export interface MeshClothOptions extends InstanceOptions {
+/** Where a new instance goes and how long it lives (PROTOCOL.md, Scenes and lifetimes). */
+export interface SceneOptions {
+  /** The scene it belongs to, 1-64 of A-Z a-z 0-9 . _ : - ("default" when unset). */
+  scene?: string;
+  /** Destroyed when this connection closes. */
+  ephemeral?: boolean;
+}
+
+export interface MeshClothOptions extends InstanceOptions, SceneOptions {
   /** u, v per vertex; handed back by topology. */
   uvs?: ArrayLike<number>;
 }
@@ -201,7 +209,7 @@ export interface Topology {
 }
 
 /** A soft body (PROTOCOL.md, create, "Soft bodies"): a generated shape or a tetrahedral mesh. */
-export interface CreateSoftbodyOptions extends InstanceOptions {
+export interface CreateSoftbodyOptions extends InstanceOptions, SceneOptions {
   /** A generated mesh: 'ball' (radius, resolution, center) or 'box' (size, cells, origin). */
   shape?: 'ball' | 'box';
   /** Ball radius (default 0.5). */
@@ -236,7 +244,7 @@ export interface HelloReply extends Reply {
   commands: string[];
 }
 
-export interface CreateClothOptions extends InstanceOptions {
+export interface CreateClothOptions extends InstanceOptions, SceneOptions {
   width?: number;
   height?: number;
   spacing?: number;
@@ -304,6 +312,9 @@ export interface StepOptions {
   instance?: number;
   /** [0, 60000] ms, a soft time budget (0: none; unset: the server's --step-budget-ms). */
   budgetMs?: number;
+  /** Without instances: every instance of this scene; with them: each must be in it.
+   * With neither, a step steps every instance of every scene (v1). */
+  scene?: string;
 }
 
 /** An instance the budget stepped below its own level of detail. */
@@ -365,6 +376,9 @@ export interface SelfCollisionStats {
 export interface InstanceState {
   instance: number;
   type: string;
+  scene: string;
+  /** Destroyed when a connection closes (its own tie or its scene's). */
+  ephemeral: boolean;
   width: number;
   height: number;
   frame: number;
@@ -402,6 +416,8 @@ export type Channel = 'positions' | 'velocities' | 'normals';
 export interface SubscribeOptions {
   instance?: number;
   instances?: ArrayLike<number>;
+  /** Alone: every instance of the scene, those created later included. */
+  scene?: string;
   /** Frames with 16-bit positions in the bounding box (flags bit 0). */
   quantize?: boolean;
   /** Only frames whose number is a multiple of this (1..1000). */
@@ -413,16 +429,44 @@ export interface SubscribeOptions {
 export interface SubscribeReply extends Reply {
   instances?: number[];
   all?: true;
+  /** A scene's subscription. */
+  scene?: string;
 }
 
 export interface UnsubscribeOptions {
   instance?: number;
   instances?: ArrayLike<number>;
+  scene?: string;
+}
+
+export interface DestroyOptions {
+  instance?: number;
+  instances?: ArrayLike<number>;
+  /** Alone: every instance of the scene. */
+  scene?: string;
+}
+
+/** One scene in `scenes` and `status`. */
+export interface SceneSummary {
+  scene: string;
+  instances: number;
+  /** A connection holds it (its instances go when that connection closes). */
+  ephemeral: boolean;
+}
+
+export interface SceneReply extends Reply {
+  scene: string;
+  instances: number[];
+  ephemeral: boolean;
+  /** Held by this connection. */
+  owned: boolean;
 }
 
 export interface InstanceSummary {
   instance: number;
   type: string;
+  scene: string;
+  ephemeral: boolean;
   particles: number;
   constraints: number;
   colliders: number;
@@ -434,6 +478,7 @@ export interface InstanceSummary {
 
 export interface StatusReply extends Reply {
   instances: InstanceSummary[];
+  scenes: SceneSummary[];
   workers: number;
   globalWind: Vec3;
   version: string;
@@ -630,7 +675,7 @@ export class Client extends EventEmitter {
   /** An async iterator over frames received from now on. */
   frames(options?: FramesOptions): FrameIterator;
 
-  /** Creates an instance of `type` ("cloth" or "softbody"); createCloth / createSoftbody / createMeshCloth name the fields. */
+  /** Creates an instance of `type` ("cloth" or "softbody"), in options.scene, ephemeral with options.ephemeral; createCloth / createSoftbody / createMeshCloth name the fields. */
   create(type?: 'cloth' | 'softbody' | string, options?: CreateClothOptions | CreateSoftbodyOptions): Promise<number>;
   createCloth(options?: CreateClothOptions): Promise<number>;
   /** Creates a soft body: a generated shape ('ball' or 'box') or vertices + tetrahedra. */
@@ -668,7 +713,8 @@ export class Client extends EventEmitter {
   topology(instance: number): Promise<Topology>;
   attach(instance: number, name: string, particle: number, options?: { offset?: Vec3Like }): Promise<number>;
   attach(instance: number, name: string, particles: ArrayLike<number>, options?: { offsets?: ArrayLike<Vec3Like> }): Promise<number>;
-  destroy(instance: number): Promise<void>;
+  /** One instance, a list, or every instance of a scene; resolves with the destroyed ids. */
+  destroy(instance: number | DestroyOptions): Promise<number[]>;
   pin(instance: number, particle: number, options?: { position?: Vec3Like }): Promise<number>;
   pin(instance: number, particles: ArrayLike<number>, options?: { positions?: ArrayLike<Vec3Like> }): Promise<number>;
   unpin(instance: number, particles: number | ArrayLike<number>): Promise<number>;
@@ -688,14 +734,18 @@ export class Client extends EventEmitter {
   subscribe(options?: SubscribeOptions): Promise<SubscribeReply>;
   unsubscribe(options?: UnsubscribeOptions): Promise<void>;
   /** Writes the snapshot `name` of every instance (or opts.instances) to the server's --data-dir. */
-  save(name: string, opts?: { instance?: number; instances?: number[] }): Promise<{ name: string; instances: number; bytes: number }>;
+  save(name: string, opts?: { instance?: number; instances?: number[]; scene?: string }): Promise<{ name: string; instances: number; bytes: number }>;
   /** Starts the journal `name` (or with opts.stop ends the one being written). */
-  record(name: string | null, opts?: { instance?: number; instances?: number[]; stop?: boolean }): Promise<Record<string, unknown>>;
+  record(name: string | null, opts?: { instance?: number; instances?: number[]; scene?: string; stop?: boolean }): Promise<Record<string, unknown>>;
   /** Rebuilds the journal's instances under new ids at frame opts.to (all of it without). */
   replay(name: string, opts?: { to?: number }): Promise<{ instances: number[]; recorded: number[]; frames: number; journalFrames: number; complete: boolean; warning?: string }>;
   /** Loads the snapshot `name` (adding under the saved ids, or with replace the whole world); resolves with the loaded ids. */
   load(name: string, opts?: { replace?: boolean }): Promise<number[]>;
-  status(): Promise<StatusReply>;
+  status(options?: { scene?: string }): Promise<StatusReply>;
+  /** Ties the scene to this connection (ephemeral true), lets go (false), or asks (unset). */
+  scene(name: string, options?: { ephemeral?: boolean }): Promise<SceneReply>;
+  /** Every scene (or options.scene's), sorted by name. */
+  scenes(options?: { scene?: string }): Promise<SceneSummary[]>;
   /** The server-wide global wind (from status). */
   globalWind(): Promise<Vec3>;
   /** Sets the debug overlay flag, or reads it without an argument. */

@@ -742,7 +742,9 @@ class Client extends EventEmitter {
   /**
    * Creates an instance of `type` ("cloth" or "softbody") with the create
    * fields in `opts`; resolves with its id. createCloth, createSoftbody and
-   * createMeshCloth name the fields of each.
+   * createMeshCloth name the fields of each. opts.scene: the scene it
+   * belongs to ("default" when unset); opts.ephemeral: true destroys it
+   * when this connection closes (a script leaves nothing behind).
    */
   async create(type = 'cloth', opts = {}) {
     const fields = { ...opts, type };
@@ -939,9 +941,20 @@ class Client extends EventEmitter {
     return reply.attached;
   }
 
-  /** Destroys an instance; its id never works again. */
+  /**
+   * Destroys an instance (a number), or opts.instances, or (opts.scene
+   * alone) every instance of a scene; their ids never work again. With ids
+   * and a scene, each must be in it (rejected `not_found`). Resolves with
+   * the destroyed ids ([] for a scene with none: not an error).
+   */
   async destroy(instance) {
-    await this.request('destroy', { instance });
+    const o = typeof instance === 'object' && instance !== null ? instance : { instance };
+    const reply = await this.request('destroy', {
+      instance: o.instance,
+      instances: idList(o.instances),
+      scene: o.scene,
+    });
+    return reply.destroyed ?? (o.instance !== undefined ? [o.instance] : []);
   }
 
   /**
@@ -1052,6 +1065,7 @@ class Client extends EventEmitter {
       instance: o.instance,
       instances: idList(o.instances),
       budgetMs: o.budgetMs,
+      scene: o.scene,
     });
   }
 
@@ -1070,6 +1084,8 @@ class Client extends EventEmitter {
     return {
       instance: reply.instance,
       type: reply.type,
+      scene: reply.scene ?? 'default',
+      ephemeral: reply.ephemeral ?? false,
       width: reply.width,
       height: reply.height,
       frame: reply.frame,
@@ -1088,12 +1104,13 @@ class Client extends EventEmitter {
   }
 
   /**
-   * Subscribes to frames of opts.instance, opts.instances, or (neither) every
-   * instance. opts.quantize: 16-bit positions in the frame's bounding box;
+   * Subscribes to frames of opts.instance, opts.instances, (opts.scene
+   * alone) every instance of a scene, those created in it later included,
+   * or (none) every instance. opts.quantize: 16-bit positions in the frame's bounding box;
    * opts.every: only frames whose number is a multiple of it; opts.channels:
    * what frames carry besides the positions ("velocities", "normals"; see
    * CHANNELS), decoded as frame.velocities and frame.normals. Resolves with
-   * the reply ({instances: [...]} or {all: true}). The current frame of each
+   * the reply ({instances: [...]}, {scene, instances} or {all: true}). The current frame of each
    * instance follows the reply at once: create the frames() iterator or the
    * 'frame' listener before subscribing to see it.
    */
@@ -1101,25 +1118,38 @@ class Client extends EventEmitter {
     return this.request('subscribe', {
       instance: opts.instance,
       instances: idList(opts.instances),
+      scene: opts.scene,
       quantize: opts.quantize,
       every: opts.every,
       channels: opts.channels === undefined ? undefined : Array.from(opts.channels),
     });
   }
 
-  /** Drops subscriptions: opts.instance, opts.instances, or (neither) all. */
+  /**
+   * Drops subscriptions: opts.instance, opts.instances, opts.scene (the
+   * scene's and its instances'), or (none) all.
+   */
   async unsubscribe(opts = {}) {
-    await this.request('unsubscribe', { instance: opts.instance, instances: idList(opts.instances) });
+    await this.request('unsubscribe', {
+      instance: opts.instance,
+      instances: idList(opts.instances),
+      scene: opts.scene,
+    });
   }
 
   /**
    * Writes the snapshot `name` (1-64 of A-Z a-z 0-9 . _ -, not starting
-   * with '.') of every instance, or of opts.instances / opts.instance, to
-   * the server's --data-dir. Resolves with the reply (name, instances,
+   * with '.') of every instance, or of opts.instances / opts.instance, or
+   * of every instance of opts.scene, to the server's --data-dir. Resolves with the reply (name, instances,
    * bytes); rejects `internal` when the disk refuses (nothing is damaged).
    */
   save(name, opts = {}) {
-    return this.request('save', { name, instance: opts.instance, instances: idList(opts.instances) });
+    return this.request('save', {
+      name,
+      instance: opts.instance,
+      instances: idList(opts.instances),
+      scene: opts.scene,
+    });
   }
 
   /**
@@ -1139,7 +1169,12 @@ class Client extends EventEmitter {
    */
   record(name, opts = {}) {
     if (opts.stop) return this.request('record', { stop: true });
-    return this.request('record', { name, instance: opts.instance, instances: idList(opts.instances) });
+    return this.request('record', {
+      name,
+      instance: opts.instance,
+      instances: idList(opts.instances),
+      scene: opts.scene,
+    });
   }
 
   /**
@@ -1151,9 +1186,32 @@ class Client extends EventEmitter {
     return this.request('replay', { name, to: opts.to });
   }
 
-  /** The server's status reply (instances, workers, globalWind, version, debug, text). */
-  status() {
-    return this.request('status');
+  /**
+   * The server's status reply (instances, each with its scene; workers,
+   * globalWind, version, debug, scenes, text); opts.scene: only that
+   * scene's instances.
+   */
+  status(opts = {}) {
+    return this.request('status', { scene: opts.scene });
+  }
+
+  /**
+   * Ties the scene `name` to this connection (opts.ephemeral true: when it
+   * closes, every instance of the scene is destroyed, whoever created it),
+   * lets go of it (false), or only asks (unset). Resolves with the reply:
+   * {scene, instances, ephemeral, owned}.
+   */
+  scene(name, opts = {}) {
+    return this.request('scene', { scene: name, ephemeral: opts.ephemeral });
+  }
+
+  /**
+   * Every scene (or opts.scene's entry), sorted by name: resolves with
+   * [{scene, instances, ephemeral}].
+   */
+  async scenes(opts = {}) {
+    const reply = await this.request('scenes', { scene: opts.scene });
+    return reply.scenes;
   }
 
   /**

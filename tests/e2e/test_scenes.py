@@ -341,6 +341,17 @@ class PythonClientSceneTest(ServerTestCase):
             c.step(scene="no spaces")
         self.assertEqual(e.exception.code, "invalid_argument")
 
+    def test_the_readme_python_snippet_leaves_nothing_behind_run_twice(self):
+        readme = open(os.path.join(REPO, "README.md")).read()
+        code = re.search(r"## Drive it from Python.*?```python\n(.*?)```", readme, re.S).group(1)
+        code = code.replace('Client("127.0.0.1", 7878)', f'Client("127.0.0.1", {self.server.port})')
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                                 timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertRegex(out.stdout, r"^bottom row height: -0\.9\d*")
+            wait_until(lambda: "readme-py" not in scenes_of(self.c), what="the snippet's curtain gone")
+
     def ctl(self, *args):
         out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(self.server.port), *args],
                              capture_output=True, text=True, timeout=30)

@@ -121,7 +121,8 @@ test('every error code comes back with the server message, and the connection st
   await assert.rejects(client.createCloth({ width: 1 }), isError('invalid_argument', /^width: must be an integer >= 2$/));
   await assert.rejects(client.createCloth({ stiffness: 1.5 }), isError('invalid_argument', /^stiffness: /));
   await assert.rejects(client.createCloth({ origin: [0, 1] }), isError('invalid_argument', /^origin: /));
-  await assert.rejects(client.request('destroy'), isError('invalid_argument', /^instance: required$/));
+  await assert.rejects(client.request('get'), isError('invalid_argument', /^instance: required$/));
+  await assert.rejects(client.request('destroy'), isError('invalid_argument', /^instance: required \(or "instances", or "scene" for all of a scene\)$/));
   await assert.rejects(client.get(4242), isError('not_found', /^instance: no instance 4242$/));
   await assert.rejects(
     client.createCloth({ width: 2000, height: 2000 }),
