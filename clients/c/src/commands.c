@@ -5,6 +5,7 @@
  * options the caller set are written. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,16 @@ static void put_instance(cdc_jw *w, clothd_instance inst)
 {
     cdc_jw_key(w, "instance");
     cdc_jw_u64(w, inst.id);
+}
+
+/* A create's scene and lifetime (only what was set is written). */
+static void put_placement(cdc_jw *w, const char *scene, bool ephemeral)
+{
+    cdc_put_str(w, "scene", scene);
+    if (ephemeral) {
+        cdc_jw_key(w, "ephemeral");
+        cdc_jw_bool(w, true);
+    }
 }
 
 static void put_id(cdc_jw *w, const char *key, uint32_t id)
@@ -113,6 +124,7 @@ clothd_code clothd_send_create_cloth(clothd_client *c, const clothd_cloth_option
     cdc_put_v3(&r.w, "right", o->right);
     cdc_put_v3(&r.w, "down", o->down);
     put_material(&r.w, &o->material);
+    put_placement(&r.w, o->scene, o->ephemeral);
     return cdc_req_end(&r, ticket, NULL, err);
 }
 
@@ -146,6 +158,7 @@ clothd_code clothd_send_create_softbody(clothd_client *c, const clothd_softbody_
     PUT_LIST(&r.w, "vertices", o->vertices, o->vertex_count, cdc_put_vec3s);
     PUT_LIST(&r.w, "tetrahedra", o->tetrahedra, 4 * o->tetrahedron_count, cdc_put_u32s);
     put_material(&r.w, &o->material);
+    put_placement(&r.w, o->scene, o->ephemeral);
     return cdc_req_end(&r, ticket, NULL, err);
 }
 
@@ -162,6 +175,7 @@ clothd_code clothd_send_create_mesh_cloth(clothd_client *c, const clothd_mesh_cl
     cdc_put_u32s(&r.w, "triangles", o->triangles, 3 * o->triangle_count);
     PUT_LIST(&r.w, "uvs", o->uvs, 2 * o->vertex_count, cdc_put_floats);
     put_material(&r.w, &o->material);
+    put_placement(&r.w, o->scene, o->ephemeral);
     return cdc_req_end(&r, ticket, NULL, err);
 }
 
@@ -233,6 +247,120 @@ clothd_code clothd_destroy(clothd_client *c, clothd_instance inst, clothd_error 
 {
     char *none = NULL;
     CDC_BLOCKING(c, err, clothd_send_destroy(c, inst, &ticket_, err), CDC_K_DESTROY, NULL, none, 0, NULL);
+}
+
+/* What a scene's destroy hands back: the ids. */
+typedef struct destroyed_out {
+    clothd_instance *ids;
+    size_t count;
+} destroyed_out;
+
+static clothd_code decode_destroyed(clothd_client *c, const cdc_jdoc *d, int root, void *out, const void *arg,
+                                    clothd_error *err)
+{
+    (void)c;
+    (void)arg;
+    destroyed_out *o = out;
+    int list = cdc_jget(d, root, "destroyed");
+    size_t n = 0;
+    for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i))
+        n++;
+    o->ids = NULL;
+    o->count = 0;
+    if (n > 0 && (o->ids = calloc(n, sizeof *o->ids)) == NULL)
+        return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+    for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i)) {
+        uint64_t id;
+        if (cdc_juint(d, i, UINT32_MAX, &id))
+            o->ids[o->count++].id = (uint32_t)id;
+    }
+    return CLOTHD_OK;
+}
+
+static clothd_code send_destroy_scene(clothd_client *c, const char *scene, clothd_ticket *ticket,
+                                      clothd_error *err)
+{
+    if (scene == NULL)
+        return cdc_fail(err, CLOTHD_E_USAGE, "scene: NULL");
+    BEGIN(CDC_K_DESTROY, "destroy");
+    cdc_put_str(&r.w, "scene", scene);
+    cdc_entry *e = NULL;
+    rc = cdc_req_end(&r, ticket, &e, err);
+    if (e != NULL) /* the subscriptions of the ids the reply lists go */
+        snprintf(e->scene, sizeof e->scene, "%s", scene);
+    return rc;
+}
+
+static clothd_code destroy_scene(clothd_client *c, const char *scene, destroyed_out *got, clothd_error *err)
+{
+    CDC_BLOCKING(c, err, send_destroy_scene(c, scene, &ticket_, err), CDC_K_DESTROY, decode_destroyed, got,
+                 sizeof *got, NULL);
+}
+
+clothd_code clothd_destroy_scene(clothd_client *c, const char *scene, clothd_instance **ids, size_t *count,
+                                 clothd_error *err)
+{
+    destroyed_out got = {NULL, 0};
+    const clothd_code rc = destroy_scene(c, scene, &got, err);
+    if (count != NULL)
+        *count = rc == CLOTHD_OK ? got.count : 0;
+    if (ids != NULL && rc == CLOTHD_OK)
+        *ids = got.ids;
+    else
+        free(got.ids);
+    return rc;
+}
+
+/* ---- scene ---- */
+
+typedef struct scene_out {
+    bool held;
+    size_t instances;
+} scene_out;
+
+static clothd_code decode_scene(clothd_client *c, const cdc_jdoc *d, int root, void *out, const void *arg,
+                                clothd_error *err)
+{
+    (void)c;
+    (void)arg;
+    (void)err;
+    scene_out *o = out;
+    cdc_jbool(d, cdc_jget(d, root, "ephemeral"), &o->held);
+    int list = cdc_jget(d, root, "instances");
+    o->instances = 0;
+    for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i))
+        o->instances++;
+    return CLOTHD_OK;
+}
+
+static clothd_code send_scene(clothd_client *c, const char *scene, clothd_opt_b ephemeral,
+                              clothd_ticket *ticket, clothd_error *err)
+{
+    if (scene == NULL)
+        return cdc_fail(err, CLOTHD_E_USAGE, "scene: NULL");
+    BEGIN(CDC_K_SCENE, "scene");
+    cdc_put_str(&r.w, "scene", scene);
+    cdc_put_b(&r.w, "ephemeral", ephemeral);
+    return cdc_req_end(&r, ticket, NULL, err);
+}
+
+static clothd_code scene_request(clothd_client *c, const char *scene, clothd_opt_b ephemeral, scene_out *got,
+                                 clothd_error *err)
+{
+    CDC_BLOCKING(c, err, send_scene(c, scene, ephemeral, &ticket_, err), CDC_K_SCENE, decode_scene, got,
+                 sizeof *got, NULL);
+}
+
+clothd_code clothd_scene(clothd_client *c, const char *scene, clothd_opt_b ephemeral, bool *held,
+                         size_t *instances, clothd_error *err)
+{
+    scene_out got = {false, 0};
+    const clothd_code rc = scene_request(c, scene, ephemeral, &got, err);
+    if (held != NULL)
+        *held = got.held;
+    if (instances != NULL)
+        *instances = got.instances;
+    return rc;
 }
 
 clothd_code clothd_send_set(clothd_client *c, clothd_instance inst, const clothd_material *m,

@@ -57,6 +57,7 @@ typedef enum cdc_kind {
     CDC_K_REPLAY,
     CDC_K_SKIN,
     CDC_K_TELEPORT,
+    CDC_K_SCENE,
     CDC_K_RAW,
 } cdc_kind;
 
@@ -92,15 +93,18 @@ typedef struct cdc_entry {
     uint32_t channels;
     uint32_t *ids;         /* unsubscribe `instances` (owned) */
     size_t nids;
+    char scene[CLOTHD_SCENE_MAX + 1]; /* (un)subscribe a scene's: its name; "" none */
     /* The reply. */
     const char *ref;       /* in place: points into the input buffer */
     char *line;            /* kept copy (owned, reused by the slot) */
     size_t len, cap;
 } cdc_entry;
 
-/* One subscription the client holds (instance 0: every instance). */
+/* One subscription the client holds (instance 0: every instance, or the
+ * scene named in `scene`). */
 typedef struct cdc_sub {
     uint32_t instance;
+    char scene[CLOTHD_SCENE_MAX + 1]; /* "" for none */
     clothd_opt_b quantize;
     clothd_opt_i every;
     uint32_t channels;

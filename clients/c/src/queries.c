@@ -5,6 +5,7 @@
  * their replies own. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,7 @@ clothd_code clothd_send_step(clothd_client *c, const clothd_step_options *o, clo
         if (o->instances != NULL)
             cdc_put_instances(&r.w, "instances", o->instances, o->instance_count);
         cdc_put_f(&r.w, "budgetMs", o->budget_ms);
+        cdc_put_str(&r.w, "scene", o->scene);
     }
     return cdc_req_end(&r, ticket, NULL, err);
 }
@@ -406,6 +408,7 @@ static void put_which(cdc_jw *w, const clothd_subscribe_options *o)
     }
     if (o->instances != NULL)
         cdc_put_instances(w, "instances", o->instances, o->instance_count);
+    cdc_put_str(w, "scene", o->scene);
 }
 
 clothd_code clothd_send_subscribe(clothd_client *c, const clothd_subscribe_options *o, clothd_ticket *ticket,
@@ -489,8 +492,10 @@ clothd_code clothd_send_unsubscribe(clothd_client *c, const clothd_subscribe_opt
         return rc;
     }
     /* What to forget once the server says ok. */
-    e->all = o->instance.id == 0 && o->instances == NULL;
+    e->all = o->instance.id == 0 && o->instances == NULL && o->scene == NULL;
     e->instance = o->instance.id;
+    if (o->scene != NULL)
+        snprintf(e->scene, sizeof e->scene, "%s", o->scene);
     e->ids = ids;
     e->nids = ids ? o->instance_count : 0;
     return rc;
@@ -506,7 +511,14 @@ clothd_code clothd_unsubscribe(clothd_client *c, const clothd_subscribe_options 
 
 clothd_code clothd_send_status(clothd_client *c, clothd_ticket *ticket, clothd_error *err)
 {
+    return clothd_send_status_scene(c, NULL, ticket, err);
+}
+
+clothd_code clothd_send_status_scene(clothd_client *c, const char *scene, clothd_ticket *ticket,
+                                     clothd_error *err)
+{
     BEGIN(CDC_K_STATUS, "status");
+    cdc_put_str(&r.w, "scene", scene);
     return cdc_req_end(&r, ticket, NULL, err);
 }
 
@@ -551,6 +563,9 @@ static clothd_code decode_status(clothd_client *c, const cdc_jdoc *d, int root, 
         cdc_jbool(d, cdc_jget(d, i, "unstable"), &m->unstable);
         cdc_jbool(d, cdc_jget(d, i, "sleeping"), &m->sleeping);
         cdc_juint(d, cdc_jget(d, i, "frame"), UINT64_MAX, &m->frame);
+        if (!cdc_jstr_copy(d, cdc_jget(d, i, "scene"), m->scene, sizeof m->scene, NULL))
+            snprintf(m->scene, sizeof m->scene, "default"); /* a server before scenes */
+        cdc_jbool(d, cdc_jget(d, i, "ephemeral"), &m->ephemeral);
     }
     s->instance_count = n;
     if (cdc_juint(d, cdc_jget(d, root, "workers"), UINT32_MAX, &v))
@@ -583,6 +598,12 @@ clothd_code clothd_get_status(clothd_client *c, clothd_status *out, clothd_error
 {
     CDC_BLOCKING(c, err, clothd_send_status(c, &ticket_, err), CDC_K_STATUS, decode_status, out, sizeof *out,
                  NULL);
+}
+
+clothd_code clothd_get_status_scene(clothd_client *c, const char *scene, clothd_status *out, clothd_error *err)
+{
+    CDC_BLOCKING(c, err, clothd_send_status_scene(c, scene, &ticket_, err), CDC_K_STATUS, decode_status, out,
+                 sizeof *out, NULL);
 }
 
 /* ---- topology ---- */

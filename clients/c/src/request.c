@@ -38,6 +38,7 @@ static const char *const kind_names[] = {
     [CDC_K_REPLAY] = "replay",
     [CDC_K_SKIN] = "skin",
     [CDC_K_TELEPORT] = "teleport",
+    [CDC_K_SCENE] = "scene",
     [CDC_K_RAW] = "a raw request",
 };
 

@@ -8,13 +8,15 @@
  * "resubscribe_failed" event). */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static cdc_sub *find_sub(clothd_client *c, uint32_t instance)
+/* The subscription to `instance`, or to the scene `scene` (not ""). */
+static cdc_sub *find_sub(clothd_client *c, uint32_t instance, const char *scene)
 {
     for (size_t i = 0; i < c->nsubs; i++)
-        if (c->subs[i].instance == instance)
+        if (c->subs[i].instance == instance && strcmp(c->subs[i].scene, scene) == 0)
             return &c->subs[i];
     return NULL;
 }
@@ -33,10 +35,10 @@ void cdc_put_channels(cdc_jw *w, uint32_t channels)
     cdc_jw_array_close(w);
 }
 
-void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every,
-                 uint32_t channels)
+static void put_sub(clothd_client *c, uint32_t instance, const char *scene, clothd_opt_b quantize,
+                    clothd_opt_i every, uint32_t channels)
 {
-    cdc_sub *s = find_sub(c, instance);
+    cdc_sub *s = find_sub(c, instance, scene);
     if (s == NULL) {
         if (c->nsubs == c->subs_cap) {
             size_t cap = c->subs_cap ? c->subs_cap * 2 : 8;
@@ -48,17 +50,29 @@ void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clo
         }
         s = &c->subs[c->nsubs++];
         s->instance = instance;
+        snprintf(s->scene, sizeof s->scene, "%s", scene);
     }
     s->quantize = quantize;
     s->every = every;
     s->channels = channels;
 }
 
-void cdc_sub_remove(clothd_client *c, uint32_t instance)
+void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every,
+                 uint32_t channels)
 {
-    cdc_sub *s = find_sub(c, instance);
+    put_sub(c, instance, "", quantize, every, channels);
+}
+
+static void remove_sub(clothd_client *c, uint32_t instance, const char *scene)
+{
+    cdc_sub *s = find_sub(c, instance, scene);
     if (s != NULL)
         *s = c->subs[--c->nsubs];
+}
+
+void cdc_sub_remove(clothd_client *c, uint32_t instance)
+{
+    remove_sub(c, instance, "");
 }
 
 void cdc_sub_clear(clothd_client *c)
@@ -78,13 +92,27 @@ void cdc_subs_free(clothd_client *c)
 void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int root)
 {
     switch (e->kind) {
-    case CDC_K_DESTROY:
-        cdc_sub_remove(c, e->instance);
+    case CDC_K_DESTROY: {
+        if (e->instance != 0)
+            cdc_sub_remove(c, e->instance);
+        int gone = cdc_jget(d, root, "destroyed"); /* a scene's: each id */
+        for (int i = cdc_jfirst(d, gone); e->scene[0] && i >= 0 && i < (int)d->tok[gone].next;
+             i = cdc_jnext(d, i)) {
+            uint64_t id;
+            if (cdc_juint(d, i, UINT32_MAX, &id))
+                cdc_sub_remove(c, (uint32_t)id);
+        }
         break;
+    }
     case CDC_K_SUBSCRIBE: {
         bool all = false;
         if (cdc_jbool(d, cdc_jget(d, root, "all"), &all) && all)
             cdc_sub_put(c, 0, e->quantize, e->every, e->channels);
+        char scene[CLOTHD_SCENE_MAX + 1];
+        if (cdc_jstr_copy(d, cdc_jget(d, root, "scene"), scene, sizeof scene, NULL)) {
+            put_sub(c, 0, scene, e->quantize, e->every, e->channels); /* renewed by name */
+            break;
+        }
         int list = cdc_jget(d, root, "instances");
         for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i)) {
             uint64_t id;
@@ -96,6 +124,10 @@ void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int 
     case CDC_K_UNSUBSCRIBE:
         if (e->all) {
             cdc_sub_clear(c);
+            break;
+        }
+        if (e->scene[0] != '\0' && e->instance == 0 && e->nids == 0) {
+            remove_sub(c, 0, e->scene);
             break;
         }
         if (e->instance != 0)
@@ -128,6 +160,8 @@ bool cdc_sub_renew(clothd_client *c)
             cdc_jw_key(&r.w, "instance");
             cdc_jw_u64(&r.w, s->instance);
         }
+        if (s->scene[0] != '\0')
+            cdc_put_str(&r.w, "scene", s->scene);
         cdc_put_b(&r.w, "quantize", s->quantize);
         cdc_put_i(&r.w, "every", s->every);
         cdc_put_channels(&r.w, s->channels);
@@ -135,8 +169,10 @@ bool cdc_sub_renew(clothd_client *c)
         e = NULL;
         if (cdc_req_end(&r, NULL, &e, NULL) == CLOTHD_E_NOMEM)
             return false;
-        if (e != NULL)
+        if (e != NULL) {
             e->instance = s->instance;
+            memcpy(e->scene, s->scene, sizeof e->scene);
+        }
     }
     return true;
 }
@@ -151,6 +187,8 @@ void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const c
         cdc_reply_error(d, root, &er);
     cdc_role role = (cdc_role)e->role;
     uint32_t instance = e->instance;
+    char scene[CLOTHD_SCENE_MAX + 1];
+    memcpy(scene, e->scene, sizeof scene);
     cdc_entry_done(c, t);
     if (role == CDC_ROLE_AUTH) {
         if (ok) {
@@ -165,7 +203,7 @@ void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const c
     }
     if (ok)
         return;
-    cdc_sub_remove(c, instance);
+    remove_sub(c, instance, scene);
     if (c->on_event != NULL) {
         clothd_event ev;
         memset(&ev, 0, sizeof ev);

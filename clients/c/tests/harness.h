@@ -118,5 +118,6 @@ extern const ct_test ct_connection_tests[];
 extern const ct_test ct_auth_tests[];
 extern const ct_test ct_example_tests[];
 extern const ct_test ct_garment_tests[];
+extern const ct_test ct_scene_tests[];
 
 #endif

@@ -120,6 +120,8 @@ namespace Clothd
         public OptF Spacing;
         public OptV3 Origin, Right, Down;
         public Material Material;
+        [MarshalAs(UnmanagedType.LPStr)] public string Scene;   // null: "default"
+        [MarshalAs(UnmanagedType.U1)] public bool Ephemeral;    // destroyed when this connection closes
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -142,6 +144,8 @@ namespace Clothd
         public Instance Instance;
         public IntPtr Instances;
         public UIntPtr InstanceCount;
+        public OptF BudgetMs;
+        [MarshalAs(UnmanagedType.LPStr)] public string Scene;   // null, and no instances: every instance
     }
 
     [StructLayout(LayoutKind.Sequential)]

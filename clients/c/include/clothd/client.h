@@ -441,12 +441,18 @@ typedef struct clothd_material {
     clothd_paint bend_compliance_scale;    /* the same for bending */
 } clothd_material;
 
+/* The longest scene name (PROTOCOL.md "Scenes and lifetimes"): 1 to 64
+ * of A-Z a-z 0-9 . _ : - */
+#define CLOTHD_SCENE_MAX 64
+
 typedef struct clothd_cloth_options {
     clothd_opt_i width, height;      /* particles along right and down */
     clothd_opt_f spacing;            /* m */
     clothd_opt_v3 origin;            /* particle 0 */
     clothd_opt_v3 right, down;       /* grid axes */
     clothd_material material;
+    const char *scene;               /* the scene it belongs to; NULL: "default" */
+    bool ephemeral;                  /* destroyed when this connection closes */
 } clothd_cloth_options;
 CLOTHD_API clothd_cloth_options clothd_cloth_default(void);
 
@@ -469,6 +475,8 @@ typedef struct clothd_softbody_options {
     const uint32_t *tetrahedra;      /* 4*tetrahedron_count indices; NULL: not sent */
     size_t tetrahedron_count;
     clothd_material material;
+    const char *scene;               /* NULL: "default" */
+    bool ephemeral;                  /* destroyed when this connection closes */
 } clothd_softbody_options;
 CLOTHD_API clothd_softbody_options clothd_softbody_default(void);
 
@@ -481,6 +489,8 @@ typedef struct clothd_mesh_cloth_options {
     size_t triangle_count;
     const float *uvs;                /* 2*vertex_count floats, handed back by topology; NULL: none */
     clothd_material material;
+    const char *scene;               /* NULL: "default" */
+    bool ephemeral;                  /* destroyed when this connection closes */
 } clothd_mesh_cloth_options;
 
 typedef struct clothd_created {
@@ -512,6 +522,18 @@ CLOTHD_API clothd_code clothd_recv_create(clothd_client *c, clothd_ticket ticket
 CLOTHD_API clothd_code clothd_destroy(clothd_client *c, clothd_instance inst, clothd_error *err);
 CLOTHD_API clothd_code clothd_send_destroy(clothd_client *c, clothd_instance inst, clothd_ticket *ticket,
                                            clothd_error *err);
+/* destroy {"scene":…}: every instance of the scene (none: not an error).
+ * *ids (may be NULL) receives the destroyed ids, malloc'd (free with
+ * clothd_free; NULL when none), *count how many. */
+CLOTHD_API clothd_code clothd_destroy_scene(clothd_client *c, const char *scene, clothd_instance **ids,
+                                            size_t *count, clothd_error *err);
+
+/* scene: tie `scene` to this connection (ephemeral true: when it closes,
+ * every instance of the scene is destroyed, whoever created it), let go
+ * of it (false), or only ask (unset). *held (may be NULL): whether some
+ * connection holds it after the request; *instances: how many it has. */
+CLOTHD_API clothd_code clothd_scene(clothd_client *c, const char *scene, clothd_opt_b ephemeral, bool *held,
+                                    size_t *instances, clothd_error *err);
 
 /* pin: `particle` (+ `position`) or `particles` (+ `positions`, 3 floats
  * per particle). Arrays are read during the call only. */
@@ -623,6 +645,9 @@ typedef struct clothd_step_options {
     size_t instance_count;
     clothd_opt_f budget_ms;              /* [0, 60000] soft time budget; 0: none; unset: the
                                             server's --step-budget-ms */
+    const char *scene;                   /* every instance of this scene (with instances: each
+                                            must be in it); NULL, and no instances: every
+                                            instance of every scene (v1) */
 } clothd_step_options;
 
 typedef struct clothd_impulse {
@@ -742,6 +767,10 @@ typedef struct clothd_subscribe_options {
     /* What frames carry besides the positions: CLOTHD_CHANNEL_VELOCITIES |
      * CLOTHD_CHANNEL_NORMALS; 0: not sent (positions only). */
     uint32_t channels;
+    /* Alone: every instance of the scene, those created in it later
+     * included (renewed by name after a reconnect); unsubscribe: the
+     * scene's. With instances: each must be in it. NULL: not sent. */
+    const char *scene;
 } clothd_subscribe_options;
 
 /* subscribe's channels, the frame flags that announce them. */
@@ -772,6 +801,8 @@ typedef struct clothd_instance_summary {
     uint32_t particles, constraints, colliders;
     bool enabled, unstable, sleeping;
     uint64_t frame;
+    char scene[CLOTHD_SCENE_MAX + 1];
+    bool ephemeral;          /* destroyed when a connection closes */
 } clothd_instance_summary;
 
 /* Owns instances and text: clothd_status_free. */
@@ -789,6 +820,11 @@ typedef struct clothd_status {
 CLOTHD_API void clothd_status_free(clothd_status *s);
 CLOTHD_API clothd_code clothd_get_status(clothd_client *c, clothd_status *out, clothd_error *err);
 CLOTHD_API clothd_code clothd_send_status(clothd_client *c, clothd_ticket *ticket, clothd_error *err);
+/* status {"scene":…}: only that scene's instances (scene NULL: all). */
+CLOTHD_API clothd_code clothd_get_status_scene(clothd_client *c, const char *scene, clothd_status *out,
+                                               clothd_error *err);
+CLOTHD_API clothd_code clothd_send_status_scene(clothd_client *c, const char *scene, clothd_ticket *ticket,
+                                                clothd_error *err);
 CLOTHD_API clothd_code clothd_recv_status(clothd_client *c, clothd_ticket ticket, clothd_status *out,
                                           clothd_error *err);
 
