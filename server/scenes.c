@@ -142,8 +142,12 @@ bool cd_scenes_add(cd_server *server, cd_id id, const char *scene, cd_conn *owne
 {
     cd_scene_table *t = table(server);
     const uint32_t slot = cd_id_index(id);
+    if (slot == 0 || slot >= t->slots) {
+        cd_fail(err, CD_E_INTERNAL, "scene: instance %u has no slot in the table", id);
+        return false;
+    }
     const uint32_t i = find_or_make(server, scene, limit, err);
-    if (i == UINT32_MAX || slot >= t->slots)
+    if (i == UINT32_MAX)
         return false;
     t->id[slot] = id;
     t->scene[slot] = i;
