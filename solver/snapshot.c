@@ -16,7 +16,9 @@
  * would break bit-identity silently.
  *
  * What is saved: everything the step reads or that a later command reads
- * back. What is rebuilt instead: whatever the builders derive from the
+ * back, and the host's opaque "tag" (the server keeps each instance's
+ * scene and lifetime there; the solver never reads it, and an instance
+ * without one writes no field, so such files keep their bytes). What is rebuilt instead: whatever the builders derive from the
  * options and the rest shape (constraints, their colouring, groups, the
  * team, a soft body's neighbours and surface), and what every step resets
  * before reading it (XPBD multipliers, contact depths, the self-collision
