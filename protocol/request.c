@@ -1030,7 +1030,7 @@ static cd_status parse_object(const cJSON *root, const cd_limits *lim, cd_reques
         }
     }
     if (!entry) {
-        /* 31 names do not fit a message: the nearest one does, and hello's
+        /* 33 names do not fit a message: the nearest one does, and hello's
          * reply lists them all. */
         const char *names[CD_CMD_COUNT];
         for (size_t i = 0; i < CD_CMD_COUNT; i++)
