@@ -28,7 +28,7 @@ def positions(c, instance):
     return c.request("get", instance=instance)["positions"]
 
 
-def wait_until(predicate, timeout=5.0, what="condition"):
+def wait_until(predicate, timeout=15.0, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -269,14 +269,14 @@ class LifetimeTest(ServerTestCase):
         batch and by another client's): they are destroyed once the batch is
         back, never under a worker. Under ASan (make check) a use after free
         here would fail the run."""
-        stepper = self.client()
+        stepper = self.client(timeout=120)  # status waits for the batches (slow under TSan)
         deferred_seen = 0
         for attempt in range(4):
             owner = socket.create_connection((self.server.host, self.server.port))
             f = owner.makefile("rwb")
             ids = []
             for k in range(6):
-                f.write(b'{"cmd":"create","width":48,"height":48,"iterations":12,"ephemeral":true,'
+                f.write(b'{"cmd":"create","width":40,"height":40,"iterations":8,"ephemeral":true,'
                         b'"sleepThreshold":0,"scene":"churn"}\n')
             f.flush()
             for k in range(6):
@@ -284,7 +284,7 @@ class LifetimeTest(ServerTestCase):
             stop = threading.Event()
 
             def churn():  # another client's batches hold them too
-                c = self.server.client()
+                c = self.server.client(timeout=120)
                 try:
                     while not stop.is_set():
                         c.request("step", scene="churn")
@@ -301,9 +301,10 @@ class LifetimeTest(ServerTestCase):
             owner.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             owner.close()  # a reset, mid-step
             f.close()
-            wait_until(lambda: not (set(ids) & self.status_ids(stepper)), what=f"attempt {attempt}")
-            stop.set()
-            t.join(5)
+            stop.set()  # the batch in flight holds them still; no new one after it
+            t.join(120)
+            wait_until(lambda: not (set(ids) & self.status_ids(stepper)), timeout=60,
+                       what=f"attempt {attempt}")
             self.assertServerAlive()
         for m in re.finditer(r"ephemeral-released .*after_step=(\d+)", self.server.stderr(limit=None)):
             deferred_seen += int(m.group(1))
