@@ -71,4 +71,23 @@ class ClothdWarning extends Error {
   }
 }
 
-module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning };
+/**
+ * The server that serves a scene cannot be reached (refused, reset, timed
+ * out, closed): `endpoint` names it ("10.0.0.7:7878"), `scene` the scene
+ * asked for (undefined when none), `cause` the socket error. A
+ * ShardedClient never sends the scene elsewhere instead (a copy started on
+ * another server would split the scene); the next call tries again.
+ */
+class EndpointUnavailable extends Error {
+  constructor(endpoint, scene, cause) {
+    const where = scene === undefined ? '' : ` (scene ${JSON.stringify(scene)} lives there)`;
+    super(`clothd endpoint ${endpoint} is unavailable${where}: ${cause?.message ?? cause}; `
+      + 'its scenes are not moved to another endpoint', { cause });
+    this.name = 'EndpointUnavailable';
+    this.code = 'endpoint_unavailable';
+    this.endpoint = endpoint;
+    this.scene = scene;
+  }
+}
+
+module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable };
