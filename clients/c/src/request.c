@@ -56,6 +56,7 @@ clothd_code cdc_req_begin(cdc_req *r, clothd_client *c, cdc_kind kind, const cha
     r->c = c;
     r->kind = kind;
     r->role = CDC_ROLE_USER;
+    r->scoped = cdc_kind_takes_scene(kind);
     r->mark = cdc_buf_avail(&c->out);
     cdc_jw_init(&r->w, &c->out);
     cdc_jw_object_open(&r->w);
@@ -98,6 +99,10 @@ static clothd_code queue(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_ou
 
 clothd_code cdc_req_end(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_out, clothd_error *err)
 {
+    /* The client's scene, on user requests only: a renewed subscription
+     * names its instance and must not be held to whatever scene is current. */
+    if (r->scoped && r->role == CDC_ROLE_USER && r->c->scene != NULL)
+        cdc_put_str(&r->w, "scene", r->c->scene);
     cdc_jw_object_close(&r->w);
     if (r->w.fault == CDC_JW_OK && !cdc_buf_append(&r->c->out, "\n", 1))
         r->w.fault = CDC_JW_NOMEM;
