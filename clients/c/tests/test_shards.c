@@ -280,7 +280,7 @@ static void scenes_should_each_live_on_their_server_among_three(void)
     enum { SCENES = 12 };
     clothd_instance made[SCENES];
     for (int k = 0; k < SCENES; k++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "c-scene-%d", k);
         clothd_created out;
         clothd_cloth_options o = clothd_cloth_default();
@@ -293,7 +293,7 @@ static void scenes_should_each_live_on_their_server_among_three(void)
         made[k] = out.instance;
     }
     for (int k = 0; k < SCENES; k++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof name, "c-scene-%d", k);
         clothd_step_result r;
         clothd_instance_state st;
@@ -308,7 +308,7 @@ static void scenes_should_each_live_on_their_server_among_three(void)
         clothd_client *ci = clothd_shards_client_at(s, (size_t)i);
         size_t want = 0;
         for (int k = 0; k < SCENES; k++) {
-            char name[16];
+            char name[32];
             snprintf(name, sizeof name, "c-scene-%d", k);
             want += clothd_place_scene(list, 3, name) == (size_t)i;
         }
