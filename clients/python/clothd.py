@@ -1887,7 +1887,7 @@ class Subscriber:
 SCENE_COMMANDS = frozenset({
     "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
     "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "set",
-    "transform", "attach", "topology", "skin", "teleport",
+    "transform", "attach", "topology", "skin", "teleport", "save", "record",
 })
 
 _SCENE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")

@@ -101,6 +101,8 @@ bool cdc_kind_takes_scene(cdc_kind kind)
     case CDC_K_TOPOLOGY:
     case CDC_K_SKIN:
     case CDC_K_TELEPORT:
+    case CDC_K_SAVE:
+    case CDC_K_RECORD:
         return true;
     default:
         return false;

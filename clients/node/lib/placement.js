@@ -16,7 +16,7 @@ const FNV64_PRIME = 0x100000001b3n;
 const SCENE_COMMANDS = Object.freeze(new Set([
   'create', 'destroy', 'pin', 'unpin', 'wind', 'gravity', 'addCollider', 'moveCollider',
   'removeCollider', 'enable', 'step', 'get', 'subscribe', 'unsubscribe', 'status', 'set',
-  'transform', 'attach', 'topology', 'skin', 'teleport',
+  'transform', 'attach', 'topology', 'skin', 'teleport', 'save', 'record',
 ]));
 
 const SCENE_NAME = /^[A-Za-z0-9._:-]{1,64}$/;

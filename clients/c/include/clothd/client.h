@@ -979,8 +979,9 @@ CLOTHD_API clothd_code clothd_recv_stats(clothd_client *c, clothd_ticket ticket,
  * a command that takes "scene" carries it (create, destroy, pin, unpin,
  * wind with an instance, gravity, the colliders, enable, step, get,
  * subscribe, unsubscribe, status, set, transform, attach, topology,
- * teleport, skin as JSON), so the server refuses instances of other scenes
- * and step, status and subscribe without instances act on the whole scene.
+ * teleport, skin as JSON, save, record), so the server refuses instances of
+ * other scenes and step, status, subscribe, save and record without
+ * instances act on the whole scene.
  * Like Redis's SELECT it is the connection's state, but kept on the client
  * side and written into each request as it is built: pipelined requests
  * keep the scene current when they were sent. The binary skin and pin
