@@ -1032,7 +1032,8 @@ CLOTHD_API clothd_code clothd_shards_new(const char *const *endpoints, size_t co
 /* Closes every connection and frees the set (NULL is fine). Thread: the set's. */
 CLOTHD_API void clothd_shards_free(clothd_shards *s);
 /* The endpoint that serves `scene` (the set's own copy, valid until
- * clothd_shards_free), or NULL for an invalid name. Connects to nothing. */
+ * clothd_shards_free), or NULL for an invalid name. Connects to nothing.
+ * Thread: the set's. */
 CLOTHD_API const char *clothd_shards_endpoint(const clothd_shards *s, const char *scene);
 /* The connection to the scene's endpoint, with `scene` made its current
  * scene: the typed calls on *out then act in that scene. The connection is
@@ -1050,7 +1051,7 @@ CLOTHD_API const char *clothd_shards_endpoint(const clothd_shards *s, const char
 CLOTHD_API clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_client **out,
                                            clothd_error *err);
 /* How many endpoints; the i-th (NULL past the end); its open connection or
- * NULL (owned by the set). */
+ * NULL (owned by the set). Thread: the set's. */
 CLOTHD_API size_t clothd_shards_count(const clothd_shards *s);
 CLOTHD_API const char *clothd_shards_endpoint_at(const clothd_shards *s, size_t i);
 CLOTHD_API clothd_client *clothd_shards_client_at(const clothd_shards *s, size_t i);
