@@ -58,19 +58,6 @@ const char *clothd_current_scene(const clothd_client *c)
     return c != NULL ? c->scene : NULL;
 }
 
-clothd_code clothd_destroy_scene(clothd_client *c, const char *scene, clothd_error *err)
-{
-    if (!clothd_scene_name_valid(scene))
-        return cdc_fail(err, CLOTHD_E_USAGE, "scene: not 1 to 64 of A-Z a-z 0-9 . _ : -");
-    size_t n = strlen(scene);
-    char members[96];
-    snprintf(members, sizeof members, "\"scene\":\"%.*s\"", (int)n, scene); /* no escapes: the charset */
-    char *line = NULL;
-    clothd_code rc = clothd_request_json(c, "destroy", members, &line, NULL, err);
-    clothd_free(line);
-    return rc;
-}
-
 /* "host:port" or "[v6]:port" into an owned host and a port; false when not one. */
 static bool parse_endpoint(const char *endpoint, char **host, uint16_t *port)
 {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "json_read.h"
 
 static char *read_file(const char *path, size_t *size)
@@ -198,13 +199,17 @@ static void the_current_scene_should_go_on_exactly_the_commands_that_take_one(vo
     clothd_send_ping(c, NULL, &err);                /* 7: none */
     clothd_send_stats(c, NULL, &err);               /* 8: none */
     clothd_send_status(c, NULL, &err);              /* 9: scene */
+    cdc_req r;                                      /* 10: a step naming its own scene keeps it */
+    REQUIRE_OK(cdc_req_begin(&r, c, CDC_K_STEP, "step", &err), err);
+    cdc_put_str(&r.w, "scene", "explicit");
+    REQUIRE_OK(cdc_req_end(&r, NULL, NULL, &err), err);
     REQUIRE_OK(clothd_use_scene(c, NULL, &err), err);
-    clothd_send_step(c, NULL, NULL, &err);          /* 10: none */
+    clothd_send_step(c, NULL, NULL, &err);          /* 11: none */
     REQUIRE_OK(clothd_flush(c, &err), err);
     char seen[8192];
     ct_fake_stop_seen(f, seen, sizeof seen);
     clothd_close(c);
-    const bool want[] = {false, true, true, true, true, false, false, false, true, false};
+    const bool want[] = {false, true, true, true, true, false, false, false, true, false, false};
     const char *line = seen;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const char *end = strchr(line, '\n');
@@ -214,6 +219,12 @@ static void the_current_scene_should_go_on_exactly_the_commands_that_take_one(vo
         for (const char *p = line; p + 20 <= end; p++)
             has = has || memcmp(p, "\"scene\":\"npc-capes\"", 19) == 0;
         CHECK(has == want[i], "line %zu: %.*s", i + 1, (int)n, line);
+        if (i == 9) {
+            int scenes = 0;
+            for (const char *p = line; p + 8 <= end; p++)
+                scenes += memcmp(p, "\"scene\":", 8) == 0;
+            CHECK(scenes == 1, "line 10 names one scene: %.*s", (int)n, line);
+        }
         line = end + 1;
     }
 }
@@ -250,8 +261,10 @@ static bool server_has_scenes(clothd_client *c)
     if (!has)
         CHECK(strstr(err.message, "scene") != NULL, "the probe failed otherwise: %s", err.message);
     clothd_free(line);
+    line = NULL;
     if (has)
-        clothd_destroy_scene(c, "probe", NULL);
+        clothd_request_json(c, "destroy", "\"scene\":\"probe\"", &line, NULL, NULL);
+    clothd_free(line);
     return has;
 }
 

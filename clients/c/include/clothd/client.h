@@ -1008,16 +1008,13 @@ CLOTHD_API size_t clothd_place_scene(const char *const *endpoints, size_t count,
 
 /* Makes `scene` the client's current scene (copied), or with NULL none.
  * CLOTHD_E_USAGE for a name clothd_scene_name_valid refuses (the current
- * scene is then unchanged). Whole-scene destroy: clothd_destroy_scene.
+ * scene is then unchanged). With a current scene, clothd_step without
+ * instances steps the scene and clothd_get_status lists only its instances.
  * Thread: client. */
 CLOTHD_API clothd_code clothd_use_scene(clothd_client *c, const char *scene, clothd_error *err);
 /* The current scene, or NULL; valid until the next clothd_use_scene or
  * clothd_close. Thread: client. */
 CLOTHD_API const char *clothd_current_scene(const clothd_client *c);
-/* destroy {"scene": scene}: every instance of the scene (the client's
- * current scene is not consulted). Thread: client. */
-CLOTHD_API clothd_code clothd_destroy_scene(clothd_client *c, const char *scene, clothd_error *err);
-
 /* A set of endpoints and a lazy connection to each. */
 typedef struct clothd_shards clothd_shards;
 
