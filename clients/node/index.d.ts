@@ -75,6 +75,13 @@ export class EndpointUnavailable extends Error {
   readonly scene: string | undefined;
 }
 
+/** A server whose hello lists no "scene" command: a ShardedClient refuses it, naming it. */
+export class IncompatibleServer extends ClothdError {
+  constructor(endpoint: string, message: string);
+  readonly code: 'incompatible_server';
+  readonly endpoint: string;
+}
+
 /** The commands that accept "scene" (wind only with an instance). */
 export const SCENE_COMMANDS: ReadonlySet<string>;
 /**
@@ -133,7 +140,7 @@ export class ShardedClient {
   endpoint(scene: string): string;
   /** A Scene bound to its server. */
   scene(name: string): Scene;
-  /** The connection to `endpoint`; rejects with EndpointUnavailable naming it. */
+  /** The connection to `endpoint` (its hello must list "scene": else IncompatibleServer); rejects with EndpointUnavailable naming it. */
   client(endpoint: string, scene?: string): Promise<Client>;
   /** Closes every connection. */
   close(): Promise<void>;

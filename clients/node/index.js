@@ -27,7 +27,7 @@ const net = require('node:net');
 const { EventEmitter } = require('node:events');
 
 const {
-  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable,
+  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable, IncompatibleServer,
 } = require('./lib/errors.js');
 const {
   SCENE_COMMANDS, takesScene, rendezvousWeight, placeScene, checkSceneName, parseEndpoint,
@@ -1235,6 +1235,7 @@ module.exports = {
   ProtocolError,
   ConnectionClosed,
   EndpointUnavailable,
+  IncompatibleServer,
   Scene,
   ShardedClient,
   SCENE_COMMANDS,

@@ -129,6 +129,7 @@ __all__ = [
     "Scene",
     "ShardedClient",
     "EndpointUnavailable",
+    "IncompatibleServer",
     "SCENE_COMMANDS",
     "parse_endpoint",
     "rendezvous_weight",
@@ -1988,6 +1989,19 @@ class EndpointUnavailable(ConnectionError):
         self.cause = cause
 
 
+class IncompatibleServer(ClothdError):
+    """A server that lacks what the client needs: a :class:`ShardedClient`
+    asks each endpoint's ``hello`` when it connects and refuses one whose
+    ``commands`` do not include ``scene`` (a clothd from before scenes
+    would take ``"scene"`` as an unknown member, warn, and mix every
+    scene's instances). ``endpoint`` names it. Code
+    ``"incompatible_server"``, which the server never sends."""
+
+    def __init__(self, endpoint: str, message: str):
+        super().__init__("incompatible_server", f"clothd endpoint {endpoint}: {message}")
+        self.endpoint = endpoint
+
+
 class Scene:
     """A scene on one server: every :class:`Client` method, with the
     scene's name sent as ``"scene"`` in each request that accepts one
@@ -2010,11 +2024,15 @@ class Scene:
 
     def __init__(self, client: Optional[Client], name: str, *, endpoint: Optional[str] = None,
                  shards: Optional["ShardedClient"] = None):
+        if endpoint is None:
+            if client is None:
+                raise TypeError("Scene: needs a client (or a ShardedClient and the endpoint)")
+            endpoint = f"{client.host}:{client.port}"
         if client is None and shards is None:
             raise TypeError("Scene: needs a client (or a ShardedClient)")
         self.name = check_scene_name(name)
         #: "host:port" of the server the scene lives on.
-        self.endpoint = endpoint if endpoint is not None else f"{client.host}:{client.port}"
+        self.endpoint: str = endpoint
         self._fixed = client
         self._shards = shards
 
@@ -2140,7 +2158,8 @@ class ShardedClient:
 
     def client(self, endpoint: str, *, scene: Optional[str] = None) -> Client:
         """The connection to ``endpoint`` (one of :attr:`endpoints`),
-        connected now if it is not yet. Raises
+        connected now if it is not yet (then its ``hello`` must list the
+        ``scene`` command, else :class:`IncompatibleServer`). Raises
         :class:`EndpointUnavailable` when it cannot be reached (``scene``
         is named in the error)."""
         if endpoint not in self.endpoints:
@@ -2152,10 +2171,18 @@ class ShardedClient:
         client = Client(host, port, **self._options)
         try:
             client.connect()
+            commands = client.hello().get("commands") or []
         except OSError as e:
             client.close()
             self._clients.pop(endpoint, None)
             raise EndpointUnavailable(endpoint, scene, e) from e
+        except BaseException:
+            client.close()
+            raise
+        if "scene" not in commands:
+            client.close()
+            raise IncompatibleServer(endpoint, "its hello lists no \"scene\" command: sharding needs a clothd "
+                                               "with scenes (this one would mix every scene's instances)")
         self._clients[endpoint] = client
         return client
 

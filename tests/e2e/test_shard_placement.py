@@ -7,13 +7,15 @@ exactly the commands that take one."""
 
 import json
 import os
+import socket
+import threading
 import unittest
 
 from server import REPO
 
 import clothd
-from clothd import (Client, EndpointUnavailable, Scene, ShardedClient, parse_endpoint, place_scene,
-                    rendezvous_weight)
+from clothd import (Client, EndpointUnavailable, IncompatibleServer, Scene, ShardedClient, parse_endpoint,
+                    place_scene, rendezvous_weight)
 
 VECTORS = os.path.join(REPO, "protocol", "placement_vectors.json")
 
@@ -183,6 +185,38 @@ class SceneStampTest(unittest.TestCase):
         self.assertIn("npc-capes", str(e))
         self.assertIsInstance(e, ConnectionError)
         self.assertEqual(shards.connected(), [])
+
+    def test_a_server_without_scenes_should_be_refused_naming_it(self):
+        # A fake clothd from before scenes: its hello lists no "scene".
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def serve():
+            conn, _ = listener.accept()
+            with conn, conn.makefile("rwb") as f:
+                request = json.loads(f.readline())
+                f.write(json.dumps({"id": request["id"], "ok": True, "server": "clothd",
+                                    "commands": ["create", "step", "hello"]}).encode() + b"\n")
+                f.flush()
+                f.readline()  # until the client closes
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        shards = ShardedClient([f"127.0.0.1:{port}"], timeout=5)
+        try:
+            with self.assertRaises(IncompatibleServer) as cm:
+                shards.scene("npc-capes").create_cloth(width=4, height=4)
+            self.assertEqual(cm.exception.endpoint, f"127.0.0.1:{port}")
+            self.assertEqual(cm.exception.code, "incompatible_server")
+            self.assertIn(f"127.0.0.1:{port}", str(cm.exception))
+            self.assertIn('"scene"', str(cm.exception))
+            self.assertEqual(shards.connected(), [])
+        finally:
+            shards.close()
+            thread.join(timeout=5)
+            listener.close()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 /* A client's current scene, and a set of endpoints with a lazy connection
  * each (PROTOCOL.md, "Scenes" and "Sharding"). clothd_shards_scene places
  * the scene (placement.c), connects to its endpoint when there is no live
- * connection, and makes the scene current on it. An endpoint that cannot be
+ * connection (and checks with `hello` that the server has scenes), and
+ * makes the scene current on it. An endpoint that cannot be
  * reached is an error naming it: never a silent move to another endpoint,
  * which would split the scene between two servers. */
 #include "internal.h"
@@ -83,6 +84,30 @@ static bool parse_endpoint(const char *endpoint, char **host, uint16_t *port)
     *host = copy_n(h, n);
     *port = (uint16_t)value;
     return *host != NULL;
+}
+
+/* Whether the connection's server lists the "scene" command in its hello
+ * (a clothd from before scenes would take "scene" as an unknown member,
+ * warn, and mix every scene's instances). */
+static clothd_code check_scenes(clothd_client *c, bool *has, clothd_error *err)
+{
+    char *line = NULL;
+    size_t len = 0;
+    *has = false;
+    clothd_code rc = clothd_request_json(c, "hello", NULL, &line, &len, err);
+    if (rc == CLOTHD_OK) {
+        cdc_jdoc d = {0};
+        char msg[64];
+        if (cdc_jparse(&d, line, len, msg, sizeof msg)) {
+            int commands = cdc_jget(&d, 0, "commands");
+            int i = cdc_jtype_of(&d, commands) == CDC_JARRAY ? cdc_jfirst(&d, commands) : -1;
+            for (uint32_t k = 0; i >= 0 && k < d.tok[commands].count; k++, i = cdc_jnext(&d, i))
+                *has = *has || cdc_jstr_eq(&d, i, "scene");
+        }
+        cdc_jdoc_free(&d);
+    }
+    clothd_free(line);
+    return rc;
 }
 
 clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const clothd_options *o,
@@ -198,13 +223,26 @@ clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_clie
         o.host = s->hosts[i];
         o.port = s->ports[i];
         clothd_error why;
+        bool has_scenes = false;
         clothd_code rc = clothd_connect(&o, &s->clients[i], &why);
+        if (rc == CLOTHD_OK)
+            rc = check_scenes(s->clients[i], &has_scenes, &why);
         if (rc != CLOTHD_OK) {
+            clothd_close(s->clients[i]);
+            s->clients[i] = NULL;
             cdc_fail(err, rc, "endpoint %s (scene %s): %s; the scene is not moved to another endpoint",
                      s->endpoints[i], scene, why.message);
             if (err != NULL)
                 snprintf(err->wire_code, sizeof err->wire_code, "%s", why.wire_code);
             return rc;
+        }
+        if (!has_scenes) {
+            clothd_close(s->clients[i]);
+            s->clients[i] = NULL;
+            return cdc_fail(err, CLOTHD_E_PROTOCOL,
+                            "endpoint %s: its hello lists no \"scene\" command: sharding needs a clothd with "
+                            "scenes (this one would mix every scene's instances)",
+                            s->endpoints[i]);
         }
     }
     clothd_code rc = clothd_use_scene(s->clients[i], scene, err);

@@ -90,4 +90,21 @@ class EndpointUnavailable extends Error {
   }
 }
 
-module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable };
+/**
+ * A server that lacks what the client needs: a ShardedClient asks each
+ * endpoint's `hello` when it connects and refuses one whose `commands` do
+ * not include "scene" (a clothd from before scenes would take "scene" as an
+ * unknown member, warn, and mix every scene's instances). Code
+ * "incompatible_server", which the server never sends; `endpoint` names it.
+ */
+class IncompatibleServer extends ClothdError {
+  constructor(endpoint, message) {
+    super('incompatible_server', `clothd endpoint ${endpoint}: ${message}`, undefined);
+    this.name = 'IncompatibleServer';
+    this.endpoint = endpoint;
+  }
+}
+
+module.exports = {
+  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable, IncompatibleServer,
+};

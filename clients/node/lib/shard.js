@@ -12,7 +12,7 @@
 // spans two servers, so a down endpoint is an error naming it
 // (EndpointUnavailable), never a silent move elsewhere.
 
-const { ClothdError, ConnectionClosed, EndpointUnavailable } = require('./errors.js');
+const { ClothdError, ConnectionClosed, EndpointUnavailable, IncompatibleServer } = require('./errors.js');
 const { placeScene, checkSceneName, parseEndpoint } = require('./placement.js');
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
@@ -132,7 +132,8 @@ class ShardedClient {
 
   /**
    * Resolves with the connection to `endpoint` (one of this.endpoints),
-   * connecting first when there is none; rejects with EndpointUnavailable
+   * connecting first when there is none (its hello must list the "scene"
+   * command, else IncompatibleServer); rejects with EndpointUnavailable
    * (naming `scene` when given) when it cannot be reached.
    */
   async client(endpoint, scene) {
@@ -160,13 +161,22 @@ class ShardedClient {
       timer = setTimeout(() => reject(new Error(`no connection within ${this._connectTimeoutMs} ms`)),
         this._connectTimeoutMs);
     });
-    const ready = Promise.race([client.connect(), timeout]).finally(() => clearTimeout(timer)).then(
-      () => client,
-      (err) => {
+    // Connected, then hello: a clothd without scenes would only warn about
+    // "scene" and mix every scene's instances, so it is refused by name.
+    const ready = Promise.race([client.connect(), timeout]).finally(() => clearTimeout(timer))
+      .then(() => client.hello())
+      .then(
+        (reply) => {
+          if (!(reply.commands ?? []).includes('scene'))
+            throw new IncompatibleServer(endpoint, 'its hello lists no "scene" command: sharding needs a clothd '
+              + "with scenes (this one would mix every scene's instances)");
+          return client;
+        },
+      )
+      .catch((err) => {
         this._forget(endpoint, client);
         throw err;
-      },
-    );
+      });
     ready.catch(() => {}); // reported to each caller by client()
     return { client, ready };
   }

@@ -10,9 +10,11 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 
+const net = require('node:net');
+
 const {
-  Client, Scene, ShardedClient, EndpointUnavailable, SCENE_COMMANDS, rendezvousWeight, placeScene,
-  checkSceneName, parseEndpoint,
+  Client, Scene, ShardedClient, EndpointUnavailable, IncompatibleServer, SCENE_COMMANDS, rendezvousWeight,
+  placeScene, checkSceneName, parseEndpoint,
 } = require('..');
 const { fnv1a64, fmix64 } = require('../lib/placement.js');
 
@@ -127,4 +129,36 @@ test('a down endpoint is named in the error, and nothing fails over', async () =
   });
   assert.deepEqual(shards.connected, []);
   await shards.close();
+});
+
+test('a server without scenes is refused by name (its hello lists no "scene")', async () => {
+  // A fake clothd from before scenes: answers hello, then waits.
+  const server = net.createServer((socket) => {
+    let buf = '';
+    socket.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      const { id } = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      socket.write(`${JSON.stringify({ id, ok: true, server: 'clothd', commands: ['create', 'step', 'hello'] })}\n`);
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const endpoint = `127.0.0.1:${server.address().port}`;
+  const shards = new ShardedClient([endpoint]);
+  try {
+    await assert.rejects(shards.scene('npc-capes').createCloth({ width: 4 }), (err) => {
+      assert.ok(err instanceof IncompatibleServer, err.stack);
+      assert.equal(err.code, 'incompatible_server');
+      assert.equal(err.endpoint, endpoint);
+      assert.ok(err.message.includes(endpoint) && err.message.includes('"scene"'), err.message);
+      return true;
+    });
+    assert.deepEqual(shards.connected, []);
+  } finally {
+    await shards.close();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });

@@ -1043,7 +1043,11 @@ CLOTHD_API const char *clothd_shards_endpoint(const clothd_shards *s, const char
  * CLOTHD_E_TIMEOUT, ...) and a message starting "endpoint HOST:PORT (scene
  * NAME): "; no other endpoint is tried, because the scene's instances live
  * on that one and a copy started elsewhere would split the scene. The next
- * call tries again. CLOTHD_E_USAGE for an invalid scene name.
+ * call tries again. A new connection's `hello` must list the "scene"
+ * command: a server without scenes fails with CLOTHD_E_PROTOCOL ("endpoint
+ * HOST:PORT: its hello lists no \"scene\" command: ..."), since it would
+ * warn about "scene" and mix every scene's instances. CLOTHD_E_USAGE for an
+ * invalid scene name.
  * Thread: the set's (one thread at a time for the set and its clients). */
 CLOTHD_API clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_client **out,
                                            clothd_error *err);
