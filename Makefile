@@ -30,6 +30,8 @@ DEB_TEST  += clang-14 libclang-rt-14-dev libasan8 libubsan1 libtsan2
 # The packaging checks: man pages (groff), the unit (systemd-analyze), the
 # system calls clothd makes against the unit's filter (strace).
 DEB_TEST  += groff-base systemd strace
+# The Kubernetes manifests' check parses them (tests/e2e/test_kubernetes.py).
+DEB_TEST  += python3-yaml
 DEB_BENCH := $(DEB_BUILD) g++ libbullet-dev
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -61,6 +61,91 @@ export class ConnectionClosed extends Error {
   readonly code: 'connection_closed';
 }
 
+/**
+ * The server of a scene cannot be reached (refused, reset, timed out,
+ * closed); nothing fails over to another endpoint, which would split the
+ * scene. The next call tries the endpoint again.
+ */
+export class EndpointUnavailable extends Error {
+  constructor(endpoint: string, scene: string | undefined, cause: unknown);
+  readonly code: 'endpoint_unavailable';
+  /** "host:port" of the unreachable server. */
+  readonly endpoint: string;
+  /** The scene asked for (undefined when none). */
+  readonly scene: string | undefined;
+}
+
+/** A server whose hello lists no "scene" command: a ShardedClient refuses it, naming it. */
+export class IncompatibleServer extends ClothdError {
+  constructor(endpoint: string, message: string);
+  readonly code: 'incompatible_server';
+  readonly endpoint: string;
+}
+
+/** The commands that accept "scene" (wind only with an instance). */
+export const SCENE_COMMANDS: ReadonlySet<string>;
+/**
+ * The weight of `scene` on `endpoint` (an unsigned 64-bit BigInt):
+ * fmix64(fnv1a64(utf8(endpoint) || 0x00 || utf8(scene))), PROTOCOL.md "Sharding".
+ */
+export function rendezvousWeight(endpoint: string, scene: string): bigint;
+/** The endpoint that serves `scene`: the highest weight (a tie: the bytes that sort first). */
+export function placeScene(endpoints: readonly string[], scene: string): string;
+/** `name` when it is 1 to 64 of A-Z a-z 0-9 . _ : -; throws otherwise. */
+export function checkSceneName(name: string): string;
+/** "host:port" ("[::1]:7878" for IPv6) as {host, port}; throws naming the endpoint. */
+export function parseEndpoint(endpoint: string): { host: string; port: number };
+
+type SceneMethodName =
+  | 'request' | 'create' | 'createCloth' | 'createMeshCloth' | 'skin' | 'pinBulk' | 'teleport'
+  | 'topology' | 'set' | 'transform' | 'attach' | 'pin' | 'unpin' | 'wind' | 'gravity' | 'addCollider'
+  | 'addTaperedCapsule' | 'moveCollider' | 'removeCollider' | 'enable' | 'step' | 'get' | 'subscribe'
+  | 'unsubscribe' | 'status';
+
+/**
+ * A scene on one server: the Client's commands, each sending "scene" where
+ * the command takes one. Without instances, step, status, subscribe and
+ * destroy act on the whole scene.
+ */
+export interface Scene extends Pick<Client, SceneMethodName> {}
+export class Scene {
+  constructor(client: Client, name: string);
+  readonly name: string;
+  /** "host:port" of the scene's server. */
+  readonly endpoint: string;
+  /** The connection the scene's requests go through (opened on first use when sharded). */
+  client(): Promise<Client>;
+  /** Destroys one instance of the scene, or without an id the whole scene. */
+  destroy(instance?: number): Promise<void>;
+  /** The ids of the scene's instances. */
+  instances(): Promise<number[]>;
+}
+
+export interface ShardedClientOptions extends Omit<ClientOptions, 'host' | 'port'> {
+  /** How long a connection may take before the endpoint is unavailable (10000). */
+  connectTimeoutMs?: number;
+}
+
+/**
+ * Scenes spread over several servers by rendezvous hashing, with no
+ * coordinator: every process given the same endpoint list sends a scene to
+ * the same server. One lazy connection per endpoint.
+ */
+export class ShardedClient {
+  constructor(endpoints: Iterable<string>, options?: ShardedClientOptions);
+  readonly endpoints: readonly string[];
+  /** The endpoints with an open connection. */
+  readonly connected: string[];
+  /** The endpoint that serves `scene` (no connection is made). */
+  endpoint(scene: string): string;
+  /** A Scene bound to its server. */
+  scene(name: string): Scene;
+  /** The connection to `endpoint` (its hello must list "scene": else IncompatibleServer); rejects with EndpointUnavailable naming it. */
+  client(endpoint: string, scene?: string): Promise<Client>;
+  /** Closes every connection. */
+  close(): Promise<void>;
+}
+
 /** Every reply: the echoed id, ok, and the command's members. */
 export interface Reply {
   id?: number | string;

@@ -26,7 +26,12 @@
 const net = require('node:net');
 const { EventEmitter } = require('node:events');
 
-const { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning } = require('./lib/errors.js');
+const {
+  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable, IncompatibleServer,
+} = require('./lib/errors.js');
+const {
+  SCENE_COMMANDS, takesScene, rendezvousWeight, placeScene, checkSceneName, parseEndpoint,
+} = require('./lib/placement.js');
 const {
   FRAME_MAGIC,
   FRAME_VERSION,
@@ -323,6 +328,9 @@ class Client extends EventEmitter {
       this._resolveClosed = resolve;
     });
     this._stats = { requests: 0, replies: 0, frames: 0, events: 0, skippedFrames: 0, writes: 0, drainWaits: 0 };
+    // The scene a Scene is calling in: stamped on the requests of
+    // SCENE_COMMANDS while set (lib/shard.js).
+    this._scene = null;
   }
 
   /** Creates a client and connects it: `await Client.connect({port})`. */
@@ -476,6 +484,7 @@ class Client extends EventEmitter {
     for (const key of Object.keys(fields ?? {})) {
       if (key !== 'id' && key !== 'cmd' && fields[key] !== undefined) msg[key] = fields[key];
     }
+    if (this._scene !== null && msg.scene === undefined && takesScene(cmd, msg)) msg.scene = this._scene;
     let line;
     try {
       line = `${JSON.stringify(msg, jsonReplacer)}\n`;
@@ -1274,12 +1283,24 @@ class Client extends EventEmitter {
   }
 }
 
+// After Client: lib/shard.js reaches it through this module.
+const { Scene, ShardedClient } = require('./lib/shard.js');
+
 module.exports = {
   Client,
   ClothdError,
   ClothdWarning,
   ProtocolError,
   ConnectionClosed,
+  EndpointUnavailable,
+  IncompatibleServer,
+  Scene,
+  ShardedClient,
+  SCENE_COMMANDS,
+  rendezvousWeight,
+  placeScene,
+  checkSceneName,
+  parseEndpoint,
   FrameIterator,
   decodeFrame,
   encodeBinaryRequest,

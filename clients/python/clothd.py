@@ -126,6 +126,14 @@ __all__ = [
     "DEFAULT_PORT",
     "TOKEN_ENV",
     "__version__",
+    "Scene",
+    "ShardedClient",
+    "EndpointUnavailable",
+    "IncompatibleServer",
+    "SCENE_COMMANDS",
+    "parse_endpoint",
+    "rendezvous_weight",
+    "place_scene",
 ]
 
 Vec3 = Tuple[float, float, float]
@@ -793,6 +801,9 @@ class Client:
         self._replies: Deque[Dict[str, Any]] = collections.deque()
         # instance id (or _ALL) -> subscribe options, to renew them.
         self._subs: Dict[Optional[int], Dict[str, Any]] = {}
+        # The scene a Scene handle is calling in: stamped on the requests
+        # of SCENE_COMMANDS while set (see Scene).
+        self._scene: Optional[str] = None
 
     def __repr__(self) -> str:
         state = "connected" if self._sock is not None else "closed"
@@ -872,18 +883,22 @@ class Client:
                 delay = min(delay * 2, 1.0)
         self.reconnects += 1
         subs, self._subs = self._subs, {}
-        for key, options in subs.items():
-            try:
-                if key is _ALL:
-                    self._request_once("subscribe", **options)
-                elif isinstance(key, str):
-                    self._request_once("subscribe", scene=key, **options)
-                else:
-                    self._request_once("subscribe", instance=key, **options)
-                self._subs[key] = options
-            except ClothdError as e:
-                self.events.append({"event": "resubscribe_failed", "instance": key,
-                                    "error": {"code": e.code, "message": e.message}})
+        scene, self._scene = self._scene, None  # renewals name their instance, not the caller's scene
+        try:
+            for key, options in subs.items():
+                try:
+                    if key is _ALL:
+                        self._request_once("subscribe", **options)
+                    elif isinstance(key, str):
+                        self._request_once("subscribe", scene=key, **options)
+                    else:
+                        self._request_once("subscribe", instance=key, **options)
+                    self._subs[key] = options
+                except ClothdError as e:
+                    self.events.append({"event": "resubscribe_failed", "instance": key,
+                                        "error": {"code": e.code, "message": e.message}})
+        finally:
+            self._scene = scene
         return self
 
     def __enter__(self) -> "Client":
@@ -1010,6 +1025,8 @@ class Client:
         for key, value in fields.items():
             if value is not None:
                 msg[_camel(key)] = value
+        if self._scene is not None and _takes_scene(cmd, msg):
+            msg.setdefault("scene", self._scene)
         return rid, json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
     def _check(self, rid: int, reply: Dict[str, Any]) -> Dict[str, Any]:
@@ -1903,3 +1920,334 @@ class Subscriber:
                 if left is not None and left <= 0:
                     raise TimeoutError(f"no frame >= {frame} of instance {instance} within {timeout} s")
                 self._cond.wait(left if left is not None else 1.0)
+
+
+# ---- scenes and sharding --------------------------------------------------------
+#
+# A scene is a named group of instances on one server (PROTOCOL.md, Scenes).
+# Scene stamps its name on every request that accepts one, so the server
+# checks that each instance it names belongs to the scene, and step, status,
+# destroy and subscribe without instances act on the whole scene.
+#
+# ShardedClient spreads scenes over several servers with no coordinator:
+# every client computes a scene's server from the endpoint list alone, by
+# rendezvous (highest random weight) hashing (PROTOCOL.md, "Sharding"), and
+# sends all of that scene's requests there. A scene never spans two servers.
+
+#: The commands that accept ``"scene"`` (``wind`` only with an instance: the
+#: global wind belongs to no scene).
+SCENE_COMMANDS = frozenset({
+    "create", "destroy", "pin", "unpin", "wind", "gravity", "addCollider", "moveCollider",
+    "removeCollider", "enable", "step", "get", "subscribe", "unsubscribe", "status", "set",
+    "transform", "attach", "topology", "skin", "teleport", "save", "record",
+})
+
+_SCENE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
+
+_FNV64_OFFSET = 0xCBF29CE484222325
+_FNV64_PRIME = 0x100000001B3
+_MASK64 = (1 << 64) - 1
+
+
+def _takes_scene(cmd: str, msg: Dict[str, Any]) -> bool:
+    return cmd in SCENE_COMMANDS and (cmd != "wind" or "instance" in msg)
+
+
+def check_scene_name(name: str) -> str:
+    """Returns ``name`` when it is a valid scene name (1 to 64 bytes of
+    ``A-Z a-z 0-9 . _ : -``), else raises ValueError saying why."""
+    if not isinstance(name, str):
+        raise TypeError(f"scene: expected a string, got {type(name).__name__}")
+    if not 1 <= len(name) <= 64:
+        raise ValueError(f"scene: {len(name)} bytes; a scene name has 1 to 64")
+    bad = next((ch for ch in name if ch not in _SCENE_CHARS), None)
+    if bad is not None:
+        raise ValueError(f"scene: {name!r} holds {bad!r}; a scene name is made of A-Z a-z 0-9 . _ : -")
+    return name
+
+
+def parse_endpoint(endpoint: str) -> Tuple[str, int]:
+    """``"host:port"`` (``"[::1]:7878"`` for an IPv6 address) as
+    ``(host, port)``; ValueError naming the endpoint when it is not one."""
+    if not isinstance(endpoint, str):
+        raise TypeError(f"endpoint: expected a \"host:port\" string, got {type(endpoint).__name__}")
+    host, sep, port = endpoint.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or "\0" in host:
+        raise ValueError(f"endpoint {endpoint!r}: expected \"host:port\" with a port from 1 to 65535")
+    return host, int(port)
+
+
+def _fnv1a64(data: bytes) -> int:
+    h = _FNV64_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * _FNV64_PRIME) & _MASK64
+    return h
+
+
+def _fmix64(h: int) -> int:
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _MASK64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _MASK64
+    return h ^ (h >> 33)
+
+
+def rendezvous_weight(endpoint: str, scene: str) -> int:
+    """The weight of ``scene`` on ``endpoint``, an unsigned 64-bit integer:
+    64-bit FNV-1a of the UTF-8 bytes of endpoint, one zero byte and scene,
+    then MurmurHash3's 64-bit finaliser (fmix64). PROTOCOL.md ("Sharding")
+    gives the exact function and protocol/placement_vectors.json its test
+    vectors; the Node and C clients compute the same numbers."""
+    return _fmix64(_fnv1a64(endpoint.encode() + b"\0" + scene.encode()))
+
+
+def place_scene(endpoints: Sequence[str], scene: str) -> str:
+    """The endpoint of ``endpoints`` that serves ``scene``: the one of the
+    highest :func:`rendezvous_weight` (on a tie, the one whose UTF-8 bytes
+    sort first). The order of the list does not matter. Adding an endpoint
+    moves only the scenes it now wins (about 1/N of them) and only onto
+    itself; removing one moves only its own scenes."""
+    best: Optional[str] = None
+    best_weight = -1
+    for endpoint in endpoints:
+        weight = rendezvous_weight(endpoint, scene)
+        if weight > best_weight or (weight == best_weight and best is not None
+                                    and endpoint.encode() < best.encode()):
+            best, best_weight = endpoint, weight
+    if best is None:
+        raise ValueError("place_scene: no endpoints")
+    return best
+
+
+class EndpointUnavailable(ConnectionError):
+    """The server that serves a scene cannot be reached (refused, reset,
+    timed out, closed). ``endpoint`` names it (``"10.0.0.7:7878"``),
+    ``scene`` the scene asked for (None when none was).
+
+    A :class:`ShardedClient` never sends the scene elsewhere instead: its
+    instances live on that server, and a copy started on another would
+    split the scene in two that never meet again once the server is back.
+    The next call tries that endpoint again."""
+
+    def __init__(self, endpoint: str, scene: Optional[str], cause: BaseException):
+        where = f" (scene {scene!r} lives there)" if scene is not None else ""
+        super().__init__(f"clothd endpoint {endpoint} is unavailable{where}: {cause}; "
+                         f"its scenes are not moved to another endpoint")
+        self.endpoint = endpoint
+        self.scene = scene
+        self.cause = cause
+
+
+class IncompatibleServer(ClothdError):
+    """A server that lacks what the client needs: a :class:`ShardedClient`
+    asks each endpoint's ``hello`` when it connects and refuses one whose
+    ``commands`` do not include ``scene`` (a clothd from before scenes
+    would take ``"scene"`` as an unknown member, warn, and mix every
+    scene's instances). ``endpoint`` names it. Code
+    ``"incompatible_server"``, which the server never sends."""
+
+    def __init__(self, endpoint: str, message: str):
+        super().__init__("incompatible_server", f"clothd endpoint {endpoint}: {message}")
+        self.endpoint = endpoint
+
+
+class Scene:
+    """A scene on one server: every :class:`Client` method, with the
+    scene's name sent as ``"scene"`` in each request that accepts one
+    (:data:`SCENE_COMMANDS`).
+
+    ``Scene(client, "npc-capes")`` works on one server;
+    :meth:`ShardedClient.scene` gives one bound to the scene's server.
+    Instances made through it belong to the scene; ids of other scenes
+    are refused (``not_found``). Without instances, :meth:`step`,
+    :meth:`status`, :meth:`subscribe` and :meth:`destroy` act on the whole
+    scene::
+
+        capes = Scene(client, "npc-capes")
+        cape = capes.create_cloth(width=16, height=24)
+        capes.step(1 / 60)          # every instance of npc-capes, no other
+        capes.destroy()             # the whole scene
+
+    Like the client it wraps, a Scene belongs to one thread at a time.
+    """
+
+    def __init__(self, client: Optional[Client], name: str, *, endpoint: Optional[str] = None,
+                 shards: Optional["ShardedClient"] = None):
+        if endpoint is None:
+            if client is None:
+                raise TypeError("Scene: needs a client (or a ShardedClient and the endpoint)")
+            endpoint = f"{client.host}:{client.port}"
+        if client is None and shards is None:
+            raise TypeError("Scene: needs a client (or a ShardedClient)")
+        self.name = check_scene_name(name)
+        #: "host:port" of the server the scene lives on.
+        self.endpoint: str = endpoint
+        self._fixed = client
+        self._shards = shards
+
+    def __repr__(self) -> str:
+        return f"<clothd.Scene {self.name!r} on {self.endpoint}>"
+
+    @property
+    def client(self) -> Client:
+        """The connection this scene's requests go through (a sharded
+        scene's is opened on first use)."""
+        if self._fixed is not None:
+            return self._fixed
+        assert self._shards is not None
+        return self._shards.client(self.endpoint, scene=self.name)
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        client = self.client
+        previous, client._scene = client._scene, self.name
+        try:
+            return getattr(client, method)(*args, **kwargs)
+        except OSError as e:
+            if self._shards is None or isinstance(e, EndpointUnavailable):
+                raise
+            self._shards._forget(self.endpoint, client)
+            raise EndpointUnavailable(self.endpoint, self.name, e) from e
+        finally:
+            client._scene = previous
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_") or not callable(getattr(Client, attr, None)):
+            raise AttributeError(f"Scene has no attribute {attr!r}")
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return self._call(attr, *args, **kwargs)
+        method.__name__ = attr
+        method.__doc__ = getattr(Client, attr).__doc__
+        return method
+
+    def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
+        """:meth:`Client.request` in this scene (``"scene"`` is added when
+        ``cmd`` takes one and ``fields`` do not name another)."""
+        return self._call("request", cmd, **fields)
+
+    def step(self, dt: float = 1 / 60, instances: Optional[Sequence[int]] = None, **kwargs: Any) -> Dict[str, Any]:
+        """Steps every enabled instance of the scene (or the ``instances``
+        of it listed) once by ``dt``; the reply as :meth:`Client.step`."""
+        return self._call("step", dt, instances, **kwargs)
+
+    def status(self) -> Dict[str, Any]:
+        """The status reply with only this scene's instances."""
+        return self._call("status")
+
+    def destroy(self, instance: Optional[int] = None) -> None:
+        """Destroys one instance of the scene, or with none the whole scene."""
+        if instance is not None:
+            self._call("destroy", instance)
+        else:
+            self.request("destroy")
+
+    def instances(self) -> List[int]:
+        """The ids of the scene's instances (from :meth:`status`)."""
+        return [int(s["instance"]) for s in self.status().get("instances") or []]
+
+
+class ShardedClient:
+    """Scenes spread over several clothd servers, placed by rendezvous
+    hashing with no coordinator (PROTOCOL.md, "Sharding").
+
+    ``endpoints``: ``"host:port"`` strings, spelt the same way by every
+    client (the hash reads the text: ``"clothd-0.clothd:7878"`` and
+    ``"10.0.0.7:7878"`` are two endpoints). Every process given the same
+    list sends a scene to the same server, so game servers need not talk
+    to each other or to a coordinator. Other keyword arguments go to each
+    :class:`Client` (``timeout``, ``token``, ...)::
+
+        with ShardedClient(["10.0.0.5:7878", "10.0.0.6:7878", "10.0.0.7:7878"]) as shards:
+            capes = shards.scene("npc-capes")    # bound to its server
+            cape = capes.create_cloth(width=16, height=24)
+            capes.step(1 / 60)
+
+    One connection per endpoint, opened when a scene there is first used
+    and shared by its scenes. A scene never spans two servers. When its
+    server is down, calls on the scene raise :class:`EndpointUnavailable`
+    naming the endpoint; nothing fails over (a scene started again
+    elsewhere would split it), and the next call connects again. The
+    endpoint list is fixed for the client's life: a client built with
+    another list (a server added or removed) places about 1/N of the
+    scenes elsewhere, whose instances stay where they were made until the
+    application moves them (save/load, or create them again).
+    """
+
+    def __init__(self, endpoints: Sequence[str], **client_options: Any):
+        if isinstance(endpoints, str):
+            raise TypeError("ShardedClient: endpoints is a list of \"host:port\" strings, not one string")
+        self.endpoints: Tuple[str, ...] = tuple(endpoints)
+        if not self.endpoints:
+            raise ValueError("ShardedClient: no endpoints")
+        seen = set()
+        for endpoint in self.endpoints:
+            parse_endpoint(endpoint)
+            if endpoint in seen:
+                raise ValueError(f"ShardedClient: endpoint {endpoint!r} is listed twice")
+            seen.add(endpoint)
+        self._options = client_options
+        self._clients: Dict[str, Client] = {}
+
+    def __repr__(self) -> str:
+        return f"<clothd.ShardedClient {len(self.endpoints)} endpoints, {len(self._clients)} connected>"
+
+    def __enter__(self) -> "ShardedClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def endpoint(self, scene: str) -> str:
+        """The endpoint that serves ``scene`` (no connection is made)."""
+        return place_scene(self.endpoints, check_scene_name(scene))
+
+    def scene(self, name: str) -> Scene:
+        """A handle on scene ``name`` bound to its server's connection
+        (opened on first use)."""
+        return Scene(None, name, endpoint=self.endpoint(name), shards=self)
+
+    def client(self, endpoint: str, *, scene: Optional[str] = None) -> Client:
+        """The connection to ``endpoint`` (one of :attr:`endpoints`),
+        connected now if it is not yet (then its ``hello`` must list the
+        ``scene`` command, else :class:`IncompatibleServer`). Raises
+        :class:`EndpointUnavailable` when it cannot be reached (``scene``
+        is named in the error)."""
+        if endpoint not in self.endpoints:
+            raise ValueError(f"endpoint {endpoint!r} is not one of this client's {list(self.endpoints)}")
+        client = self._clients.get(endpoint)
+        if client is not None and client.connected:
+            return client
+        host, port = parse_endpoint(endpoint)
+        client = Client(host, port, **self._options)
+        try:
+            client.connect()
+            commands = client.hello().get("commands") or []
+        except OSError as e:
+            client.close()
+            self._clients.pop(endpoint, None)
+            raise EndpointUnavailable(endpoint, scene, e) from e
+        except BaseException:
+            client.close()
+            raise
+        if "scene" not in commands:
+            client.close()
+            raise IncompatibleServer(endpoint, "its hello lists no \"scene\" command: sharding needs a clothd "
+                                               "with scenes (this one would mix every scene's instances)")
+        self._clients[endpoint] = client
+        return client
+
+    def connected(self) -> List[str]:
+        """The endpoints with an open connection."""
+        return [e for e, c in self._clients.items() if c.connected]
+
+    def _forget(self, endpoint: str, client: Client) -> None:
+        if self._clients.get(endpoint) is client:
+            del self._clients[endpoint]
+        client.close()
+
+    def close(self) -> None:
+        """Closes every connection; safe to call twice."""
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            client.close()

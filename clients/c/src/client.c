@@ -127,6 +127,7 @@ void clothd_close(clothd_client *c)
     cdc_subs_free(c);
     free(c->host);
     free(c->token);
+    free(c->scene);
     free(c);
 }
 

@@ -515,6 +515,7 @@ clothd_code clothd_send_wind(clothd_client *c, clothd_instance inst, const float
                              clothd_error *err)
 {
     BEGIN(CDC_K_WIND, "wind");
+    r.scoped = inst.id != 0; /* the global wind belongs to no scene */
     if (inst.id != 0)
         put_instance(&r.w, inst);
     if (wind != NULL)

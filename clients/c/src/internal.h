@@ -172,6 +172,7 @@ struct clothd_client {
     clothd_error async[CDC_ASYNC_ERRORS];
     size_t nasync;
     clothd_client_stats stats;
+    char *scene;           /* clothd_use_scene's (owned), or NULL */
 };
 
 /* ---- errors (errors.c) ---- */
@@ -242,6 +243,7 @@ typedef struct cdc_req {
     size_t mark;         /* output bytes (from the buffer's offset) before this request */
     cdc_kind kind;
     cdc_role role;
+    bool scoped;         /* a user request of a command that takes "scene" (cdc_req_end adds it) */
 } cdc_req;
 
 /* Starts {"id":N,"cmd":"<cmd>" in the output buffer; fails when the link is
@@ -295,6 +297,10 @@ clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64
 clothd_code cdc_req_begin_binary(cdc_req *r, clothd_client *c, cdc_kind kind, clothd_error *err);
 uint32_t cdc_req_binary_id(const cdc_req *r);
 clothd_code cdc_req_end_binary(cdc_req *r, bool ok, clothd_ticket *ticket, clothd_error *err);
+
+/* ---- scenes (placement.c) ---- */
+/* Whether a request of this kind takes "scene" (wind: only with an instance; the sender decides). */
+bool cdc_kind_takes_scene(cdc_kind kind);
 
 /* ---- garments (garments.c, binary.c) ---- */
 /* The binary encoders: append one whole request to `out`; false when out

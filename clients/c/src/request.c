@@ -5,6 +5,7 @@
  * commands this client does not know (clothd_send_json, clothd_send_line). */
 #include "internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ clothd_code cdc_req_begin(cdc_req *r, clothd_client *c, cdc_kind kind, const cha
     r->c = c;
     r->kind = kind;
     r->role = CDC_ROLE_USER;
+    r->scoped = cdc_kind_takes_scene(kind);
     r->mark = cdc_buf_avail(&c->out);
     cdc_jw_init(&r->w, &c->out);
     cdc_jw_object_open(&r->w);
@@ -97,8 +99,27 @@ static clothd_code queue(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_ou
     return CLOTHD_OK;
 }
 
+/* Whether the request written so far has a "scene" member. A string value
+ * holds its quotes escaped, so the key's bytes appear only as a key. */
+static bool names_scene(const cdc_req *r)
+{
+    static const char key[] = ",\"scene\":";
+    const size_t n = sizeof key - 1;
+    const char *p = r->c->out.data + r->c->out.off + r->mark;
+    const char *end = r->c->out.data + r->c->out.len;
+    for (; end - p >= (ptrdiff_t)n; p++)
+        if (memcmp(p, key, n) == 0)
+            return true;
+    return false;
+}
+
 clothd_code cdc_req_end(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_out, clothd_error *err)
 {
+    /* The client's scene, on user requests only (a renewed subscription
+     * names its instance and must not be held to whatever scene is
+     * current), and not over a scene the request names itself. */
+    if (r->scoped && r->role == CDC_ROLE_USER && r->c->scene != NULL && !names_scene(r))
+        cdc_put_str(&r->w, "scene", r->c->scene);
     cdc_jw_object_close(&r->w);
     if (r->w.fault == CDC_JW_OK && !cdc_buf_append(&r->c->out, "\n", 1))
         r->w.fault = CDC_JW_NOMEM;

@@ -430,7 +430,22 @@ struct ct_fake {
     const void *reply;
     size_t len;
     bool close_after;
+    char seen[16384]; /* every byte read from the client (NUL-terminated) */
+    size_t nseen;
 };
+
+/* Reads what `c` has now into f->seen; false at EOF or an error. */
+static bool fake_take(ct_fake *f, int c)
+{
+    if (f->nseen + 1 >= sizeof f->seen)
+        return false;
+    ssize_t r = read(c, f->seen + f->nseen, sizeof f->seen - 1 - f->nseen);
+    if (r <= 0)
+        return false;
+    f->nseen += (size_t)r;
+    f->seen[f->nseen] = '\0';
+    return true;
+}
 
 static void *fake_main(void *arg)
 {
@@ -441,24 +456,27 @@ static void *fake_main(void *arg)
     int c = accept(f->listen_fd, NULL, NULL);
     if (c < 0)
         return NULL;
-    char buf[4096];
-    size_t got = 0;
-    while (got < sizeof buf && memchr(buf, '\n', got) == NULL) { /* one request line */
+    while (memchr(f->seen, '\n', f->nseen) == NULL) { /* one request line */
         struct pollfd q[2] = {{c, POLLIN, 0}, {f->wake[0], POLLIN, 0}};
-        if (poll(q, 2, 15000) <= 0 || q[1].revents)
+        if (poll(q, 2, 15000) <= 0 || q[1].revents || !fake_take(f, c))
             break;
-        ssize_t r = read(c, buf + got, sizeof buf - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
     }
     if (f->reply != NULL && f->len > 0) {
         ssize_t w = write(c, f->reply, f->len);
         (void)w;
     }
-    if (!f->close_after) { /* stay silent until stopped */
-        struct pollfd q = {f->wake[0], POLLIN, 0};
-        poll(&q, 1, 15000);
+    if (!f->close_after) { /* stay silent until stopped, keeping what comes */
+        bool open = true;
+        for (;;) {
+            struct pollfd q[2] = {{c, open ? POLLIN : 0, 0}, {f->wake[0], POLLIN, 0}};
+            if (poll(q, 2, 15000) <= 0 || q[1].revents)
+                break;
+            if (q[0].revents)
+                open = fake_take(f, c);
+        }
+        struct pollfd q = {c, POLLIN, 0};
+        while (open && poll(&q, 1, 0) > 0 && fake_take(f, c)) /* what came just before the stop */
+            ;
     }
     close(c);
     return NULL;
@@ -485,11 +503,20 @@ uint16_t ct_fake_port(const ct_fake *f) { return f->port; }
 
 void ct_fake_stop(ct_fake *f)
 {
+    ct_fake_stop_seen(f, NULL, 0);
+}
+
+void ct_fake_stop_seen(ct_fake *f, char *seen, size_t cap)
+{
+    if (seen != NULL && cap > 0)
+        seen[0] = '\0';
     if (f == NULL)
         return;
     ssize_t w = write(f->wake[1], "x", 1);
     (void)w;
     pthread_join(f->thread, NULL);
+    if (seen != NULL && cap > 0)
+        snprintf(seen, cap, "%s", f->seen);
     close(f->listen_fd);
     close(f->wake[0]);
     close(f->wake[1]);

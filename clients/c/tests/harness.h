@@ -105,6 +105,8 @@ typedef struct ct_fake ct_fake;
 ct_fake *ct_fake_start(const void *reply, size_t len, bool close_after);
 uint16_t ct_fake_port(const ct_fake *f);
 void ct_fake_stop(ct_fake *f);
+/* Stops it and copies every byte it read from its client (cap bytes, NUL-terminated). */
+void ct_fake_stop_seen(ct_fake *f, char *seen, size_t cap);
 
 /* The suites (each file's table ends with {NULL, NULL, 0}). */
 extern const ct_test ct_json_tests[];
@@ -119,5 +121,6 @@ extern const ct_test ct_auth_tests[];
 extern const ct_test ct_example_tests[];
 extern const ct_test ct_garment_tests[];
 extern const ct_test ct_scene_tests[];
+extern const ct_test ct_shard_tests[];
 
 #endif

@@ -71,4 +71,40 @@ class ClothdWarning extends Error {
   }
 }
 
-module.exports = { ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning };
+/**
+ * The server that serves a scene cannot be reached (refused, reset, timed
+ * out, closed): `endpoint` names it ("10.0.0.7:7878"), `scene` the scene
+ * asked for (undefined when none), `cause` the socket error. A
+ * ShardedClient never sends the scene elsewhere instead (a copy started on
+ * another server would split the scene); the next call tries again.
+ */
+class EndpointUnavailable extends Error {
+  constructor(endpoint, scene, cause) {
+    const where = scene === undefined ? '' : ` (scene ${JSON.stringify(scene)} lives there)`;
+    super(`clothd endpoint ${endpoint} is unavailable${where}: ${cause?.message ?? cause}; `
+      + 'its scenes are not moved to another endpoint', { cause });
+    this.name = 'EndpointUnavailable';
+    this.code = 'endpoint_unavailable';
+    this.endpoint = endpoint;
+    this.scene = scene;
+  }
+}
+
+/**
+ * A server that lacks what the client needs: a ShardedClient asks each
+ * endpoint's `hello` when it connects and refuses one whose `commands` do
+ * not include "scene" (a clothd from before scenes would take "scene" as an
+ * unknown member, warn, and mix every scene's instances). Code
+ * "incompatible_server", which the server never sends; `endpoint` names it.
+ */
+class IncompatibleServer extends ClothdError {
+  constructor(endpoint, message) {
+    super('incompatible_server', `clothd endpoint ${endpoint}: ${message}`, undefined);
+    this.name = 'IncompatibleServer';
+    this.endpoint = endpoint;
+  }
+}
+
+module.exports = {
+  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable, IncompatibleServer,
+};

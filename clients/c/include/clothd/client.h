@@ -1009,6 +1009,90 @@ CLOTHD_API clothd_code clothd_replay(clothd_client *c, const char *name, int64_t
 CLOTHD_API clothd_code clothd_recv_stats(clothd_client *c, clothd_ticket ticket, clothd_server_stats *out,
                                          clothd_error *err);
 
+/* ---- scenes and sharding ---------------------------------------------------
+ * A scene is a named group of instances on one server (PROTOCOL.md,
+ * "Scenes"). A client has a current scene (none at first): each request of
+ * a command that takes "scene" carries it (create, destroy, pin, unpin,
+ * wind with an instance, gravity, the colliders, enable, step, get,
+ * subscribe, unsubscribe, status, set, transform, attach, topology,
+ * teleport, skin as JSON, save, record), so the server refuses instances of
+ * other scenes and step, status, subscribe, save and record without
+ * instances act on the whole scene.
+ * Like Redis's SELECT it is the connection's state, but kept on the client
+ * side and written into each request as it is built: pipelined requests
+ * keep the scene current when they were sent. The binary skin and pin
+ * requests carry no scene (their instance id alone is checked).
+ *
+ * Sharding (PROTOCOL.md, "Sharding"): scenes spread over several servers
+ * with no coordinator. Every client places a scene on the endpoint of the
+ * highest rendezvous weight, so all processes given the same endpoint list
+ * agree, and adding an endpoint moves about 1/N of the scenes (only onto
+ * itself). A scene never spans two servers. */
+
+/* A scene name: 1 to 64 bytes of A-Z a-z 0-9 . _ : - (NULL: false). Thread: any. */
+CLOTHD_API bool clothd_scene_name_valid(const char *name);
+/* The weight of `scene` on `endpoint` ("host:port" as written in the
+ * list): fmix64(fnv1a64(endpoint, one zero byte, scene)), the same number in
+ * every clothd client (protocol/placement_vectors.json). NULL reads as "".
+ * Thread: any. */
+CLOTHD_API uint64_t clothd_rendezvous_weight(const char *endpoint, const char *scene);
+/* The index in endpoints[0, count) of the endpoint that serves `scene`: the
+ * highest weight; a tie goes to the endpoint whose bytes sort first
+ * (strcmp). The order of the list does not matter. (size_t)-1 when count is
+ * 0 or endpoints or scene is NULL. Thread: any. */
+CLOTHD_API size_t clothd_place_scene(const char *const *endpoints, size_t count, const char *scene);
+
+/* Makes `scene` the client's current scene (copied), or with NULL none.
+ * CLOTHD_E_USAGE for a name clothd_scene_name_valid refuses (the current
+ * scene is then unchanged). With a current scene, clothd_step without
+ * instances steps the scene and clothd_get_status lists only its instances.
+ * Thread: client. */
+CLOTHD_API clothd_code clothd_use_scene(clothd_client *c, const char *scene, clothd_error *err);
+/* The current scene, or NULL; valid until the next clothd_use_scene or
+ * clothd_close. Thread: client. */
+CLOTHD_API const char *clothd_current_scene(const clothd_client *c);
+/* A set of endpoints and a lazy connection to each. */
+typedef struct clothd_shards clothd_shards;
+
+/* Checks and copies `count` endpoints ("host:port", "[v6addr]:port"; each
+ * once; spelt the same way by every process, since the hash reads the
+ * text) and the options every connection is made with (their host and port
+ * are ignored; host and token strings are copied, callbacks and `user` are
+ * shared by all connections). Connects to nothing. On success *out owns the
+ * set: free it with clothd_shards_free. Thread: any. */
+CLOTHD_API clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const clothd_options *o,
+                                         clothd_shards **out, clothd_error *err);
+/* Closes every connection and frees the set (NULL is fine). Thread: the set's. */
+CLOTHD_API void clothd_shards_free(clothd_shards *s);
+/* The endpoint that serves `scene` (the set's own copy, valid until
+ * clothd_shards_free), or NULL for an invalid name. Connects to nothing.
+ * Thread: the set's. */
+CLOTHD_API const char *clothd_shards_endpoint(const clothd_shards *s, const char *scene);
+/* The connection to the scene's endpoint, with `scene` made its current
+ * scene: the typed calls on *out then act in that scene. The connection is
+ * opened now when there is none, or when the last one is gone (a look at
+ * the socket without waiting, clothd_poll(c, 0, ...), notices a server that
+ * closed it: frames and replies read then go where clothd_poll sends them).
+ * It is shared by every scene of the endpoint, so call this again before
+ * working in another scene. *out belongs to the set: never clothd_close it.
+ * An endpoint that cannot be reached fails with its error (CLOTHD_E_IO,
+ * CLOTHD_E_TIMEOUT, ...) and a message starting "endpoint HOST:PORT (scene
+ * NAME): "; no other endpoint is tried, because the scene's instances live
+ * on that one and a copy started elsewhere would split the scene. The next
+ * call tries again. A new connection's `hello` must list the "scene"
+ * command: a server without scenes fails with CLOTHD_E_PROTOCOL ("endpoint
+ * HOST:PORT: its hello lists no \"scene\" command: ..."), since it would
+ * warn about "scene" and mix every scene's instances. CLOTHD_E_USAGE for an
+ * invalid scene name.
+ * Thread: the set's (one thread at a time for the set and its clients). */
+CLOTHD_API clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_client **out,
+                                           clothd_error *err);
+/* How many endpoints; the i-th (NULL past the end); its open connection or
+ * NULL (owned by the set). Thread: the set's. */
+CLOTHD_API size_t clothd_shards_count(const clothd_shards *s);
+CLOTHD_API const char *clothd_shards_endpoint_at(const clothd_shards *s, size_t i);
+CLOTHD_API clothd_client *clothd_shards_client_at(const clothd_shards *s, size_t i);
+
 /* ---- commands this header does not know yet ------------------------------- */
 
 /* Sends {"id":N,"cmd":<cmd>,<members>} where `members` is JSON object
