@@ -25,6 +25,7 @@
 
 #include "../protocol/protocol.h"
 #include "../solver/solver.h"
+#include "budget.h"
 #include "log.h"
 #include "metrics.h"
 #include "pool.h"
@@ -200,6 +201,7 @@ struct cd_server {
     bool final_autosave;       /* stopping: the last autosave waits for those writes */
     uint64_t memory_snapshot_particles; /* held by every connection's memory snapshots */
     cd_recording *recording;   /* the journal being written, NULL when none */
+    cd_budget_rate budget_rate; /* the step budget's rate: measured, or --step-cost-ps */
 };
 
 /* ---- conn.c ---- */

@@ -85,6 +85,7 @@ struct cd_batch {
     float budget_ms;  /* the soft budget; 0: none */
     double actual_ms; /* from the start to the reply, set when it finishes */
     uint64_t planned; /* the plan's predicted cost units (budget.c) */
+    uint32_t rate_ps; /* the rate it was planned at, ps per unit */
     uint32_t count;     /* instances: jobs[0, count) step them */
     uint32_t job_count; /* with the helper jobs after them */
     uint32_t pending;
@@ -205,8 +206,11 @@ static bool plan_levels(cd_server *server, cd_batch *batch)
         for (int32_t k = 0; k < CD_LOD_LEVELS; k++)
             items[i].cost[k] = cd_instance_step_cost(sj->inst, sj->dt, k);
     }
+    /* The rate as the batches before this one measured it (or fixed). */
+    const cd_budget_rate *rate = &server->budget_rate;
+    batch->rate_ps = rate->ps;
     const uint64_t budget = cd_budget_ms_to_units(
-        (double)batch->budget_ms * CD_BUDGET_TARGET_PCT / 100.0, server->opts.step_cost_ps);
+        (double)batch->budget_ms * cd_budget_rate_target_pct(rate) / 100.0, rate->ps);
     batch->planned = cd_budget_plan(items, batch->count, budget, CD_BUDGET_FLOOR, ranks);
     for (uint32_t i = 0; i < batch->count; i++)
         batch->jobs[i].level = items[i].level;
@@ -558,17 +562,16 @@ static void line_ms(cd_line *line, double ms)
         line_put(line, text, (size_t)n);
 }
 
-/* With a budget: "budgetMs", "predictedMs" (the plan's cost at
- * --step-cost-ps), "actualMs" (from the start of the batch to now, wall
+/* With a budget: "budgetMs", "predictedMs" (the plan's cost at the rate
+ * it was planned at), "actualMs" (from the start of the batch to now, wall
  * time) and "degraded": the instances the budget stepped at a coarser
  * level than their own, with that level. */
 static void line_budget(cd_line *line, const cd_batch *batch)
 {
-    const cd_server *server = batch->server;
     LINE_LITERAL(line, ",\"budgetMs\":");
     line_ms(line, batch->budget_ms);
     LINE_LITERAL(line, ",\"predictedMs\":");
-    line_ms(line, cd_budget_units_to_ms(batch->planned, server->opts.step_cost_ps));
+    line_ms(line, cd_budget_units_to_ms(batch->planned, batch->rate_ps));
     LINE_LITERAL(line, ",\"actualMs\":");
     line_ms(line, batch->actual_ms);
     LINE_LITERAL(line, ",\"degraded\":[");
@@ -655,6 +658,8 @@ static void finish_batch(cd_server *server, cd_batch *batch)
         for (uint32_t i = 0; i < batch->count; i++)
             degraded += is_degraded(&batch->jobs[i]);
         cd_metrics_budget(server, batch->budget_ms, batch->actual_ms, degraded);
+        /* What this batch took per unit, for the plans after it. */
+        cd_budget_rate_add(&server->budget_rate, batch->planned, batch->actual_ms);
     }
     cd_conn *conn = batch->conn;
     if (conn != NULL) {

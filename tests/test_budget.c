@@ -1,8 +1,11 @@
-/* The step budget's plan (server/budget.c, issue 15), from made-up
- * predicted costs: the lowest priority is lowered first, nothing goes below
- * the floor, and the next plan with room returns everything to its own
- * level. The plan reads no clock, so the same costs give the same levels. */
+/* The step budget's plan and rate (server/budget.c, issue 15), from
+ * made-up predicted costs and step times: the lowest priority is lowered
+ * first, nothing goes below the floor, and the next plan with room returns
+ * everything to its own level; the measured rate is the 95th percentile of
+ * its window's batches, a fixed one never moves. Neither reads a clock, so
+ * the same costs and times give the same levels. */
 #include <criterion/criterion.h>
+#include <math.h>
 
 #include "../server/budget.h"
 
@@ -113,4 +116,86 @@ Test(budget, units_and_milliseconds)
     cr_assert_eq(cd_budget_ms_to_units(1.0, 8000), 125000u); /* 1 ms / 8 ns */
     cr_assert_float_eq(cd_budget_units_to_ms(125000, 8000), 1.0, 1e-12);
     cr_assert_eq(cd_budget_ms_to_units(0.0, 8000), 0u);
+}
+
+/* ---- the rate (cd_budget_rate) ----------------------------------------- */
+
+Test(budget, a_fixed_rate_never_moves)
+{
+    cd_budget_rate rate;
+    cd_budget_rate_init(&rate, 3000);
+    cr_assert_eq(rate.ps, 3000u);
+    for (int i = 0; i < 300; i++)
+        cd_budget_rate_add(&rate, 1000, 50.0); /* 50,000,000 ps a unit */
+    cr_assert_eq(rate.ps, 3000u, "--step-cost-ps is the operator's");
+    cr_assert_eq(cd_budget_rate_target_pct(&rate), CD_BUDGET_TARGET_PCT);
+}
+
+Test(budget, a_measured_rate_starts_at_the_default_and_takes_the_first_batch)
+{
+    cd_budget_rate rate;
+    cd_budget_rate_init(&rate, 0);
+    cr_assert_eq(rate.ps, (uint32_t)CD_STEP_COST_PS_DEFAULT);
+    cr_assert_eq(cd_budget_rate_target_pct(&rate), CD_BUDGET_MEASURED_TARGET_PCT);
+    cd_budget_rate_add(&rate, 0, 5.0);          /* nothing planned: no rate */
+    cd_budget_rate_add(&rate, 1000, 0.0);       /* no time */
+    cd_budget_rate_add(&rate, 1000, -1.0);
+    cd_budget_rate_add(&rate, 1000, INFINITY);
+    cr_assert_eq(rate.ps, (uint32_t)CD_STEP_COST_PS_DEFAULT);
+    cd_budget_rate_add(&rate, 1000000, 5.0); /* 5 ms for a million units: 5,000 ps */
+    cr_assert_eq(rate.ps, 5000u);
+}
+
+Test(budget, a_measured_rate_is_the_95th_percentile_of_the_window)
+{
+    cd_budget_rate rate;
+    cd_budget_rate_init(&rate, 0);
+    /* 100 batches of 1,000,000 units at 1..100 ms, shuffled (37 is prime
+     * to 100): 1,000 ps a unit per ms. */
+    for (int i = 0; i < 100; i++)
+        cd_budget_rate_add(&rate, 1000000, (double)((i * 37) % 100 + 1));
+    cr_assert_eq(rate.ps, 95000u, "nearest rank: the 95th of 100");
+    /* Fewer than 20: the largest. */
+    cd_budget_rate_init(&rate, 0);
+    const double ms[5] = {2.0, 9.0, 3.0, 4.0, 1.0};
+    for (int i = 0; i < 5; i++)
+        cd_budget_rate_add(&rate, 1000000, ms[i]);
+    cr_assert_eq(rate.ps, 9000u);
+}
+
+Test(budget, a_measured_rate_follows_the_load_within_its_window)
+{
+    cd_budget_rate rate;
+    cd_budget_rate_init(&rate, 0);
+    for (uint32_t i = 0; i < CD_BUDGET_RATE_WINDOW; i++)
+        cd_budget_rate_add(&rate, 1000000, 4.0);
+    cr_assert_eq(rate.ps, 4000u);
+    /* A few steps that waited for a core: within the top 5%, no change. */
+    for (int i = 0; i < 5; i++)
+        cd_budget_rate_add(&rate, 1000000, 40.0);
+    cr_assert_eq(rate.ps, 4000u, "5 slow steps of 128");
+    /* The machine gets slower for good: one more slow step of every 20
+     * tips the percentile, and a window later the old rate is gone. */
+    for (int i = 0; i < 2; i++)
+        cd_budget_rate_add(&rate, 1000000, 12.0);
+    cr_assert_eq(rate.ps, 12000u, "7 of 128 above: the 95th is the slower rate");
+    for (uint32_t i = 0; i < CD_BUDGET_RATE_WINDOW; i++)
+        cd_budget_rate_add(&rate, 1000000, 12.0);
+    cr_assert_eq(rate.ps, 12000u);
+    for (uint32_t i = 0; i < CD_BUDGET_RATE_WINDOW; i++)
+        cd_budget_rate_add(&rate, 2000000, 4.0); /* faster again */
+    cr_assert_eq(rate.ps, 2000u, "the window forgets what it no longer holds");
+}
+
+Test(budget, the_same_step_times_give_the_same_rate)
+{
+    cd_budget_rate a, b;
+    cd_budget_rate_init(&a, 0);
+    cd_budget_rate_init(&b, 0);
+    for (int i = 0; i < 500; i++) {
+        const double ms = 3.0 + (double)((i * 7919) % 1000) / 250.0;
+        cd_budget_rate_add(&a, 700000u + (uint64_t)i, ms);
+        cd_budget_rate_add(&b, 700000u + (uint64_t)i, ms);
+        cr_assert_eq(a.ps, b.ps);
+    }
 }

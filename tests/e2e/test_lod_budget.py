@@ -2,9 +2,11 @@
 `lod` and `priority` in create and set, frames thinned at coarse levels,
 `budgetMs` (and --step-budget-ms) lowering the lowest priority first, never
 below level 2, back to full detail when there is room, the reply's budget
-members, and the same bits whatever the worker count."""
+members, the same bits whatever the worker count at a fixed rate, the
+measured rate, and replays bit for bit whichever rate planned."""
 
 import shutil
+import statistics
 import tempfile
 import unittest
 
@@ -217,6 +219,77 @@ class StepBudgetTest(unittest.TestCase):
             final = {i: c.request("get", instance=i)["positions"] for i in recorded}
             reply = c.request("replay", name="lod")
             self.assertEqual((reply["frames"], reply["complete"]), (30, True))
+            new = dict(zip(reply["recorded"], reply["instances"]))
+            for old in recorded:
+                self.assertEqual(c.request("get", instance=new[old])["positions"], final[old],
+                                 f"cape {old}")
+
+
+class MeasuredRateTest(unittest.TestCase):
+    """Without --step-cost-ps the rate is measured: the 95th percentile of
+    what the recent budgeted batches took per cost unit (budget.c)."""
+
+    def test_the_prediction_lies_between_the_median_and_the_slowest_recent_step(self):
+        srv = fresh_server(self)
+        with srv.client() as c:
+            capes(c)
+            budget = c.request("stats")["steps"]["budget"]
+            self.assertEqual((budget["measured"], budget["costPs"]), (True, 8000), "the start")
+            # Full detail every step (nothing to lower): the same units each
+            # time, so each batch's rate is its time over the same units.
+            actual = [c.step(DT, budget_ms=BIG)["actualMs"] for _ in range(30)]
+            r = c.step(DT, budget_ms=BIG)
+            units = 4 * 16 * 16 * 17
+            # 30 samples: the nearest rank of the 95th is the 29th, the
+            # second slowest (ps truncated to an integer: 0.1% covers it).
+            second = sorted(actual)[-2]
+            self.assertAlmostEqual(r["predictedMs"], second, delta=second * 1e-3 + 1e-6)
+            self.assertGreaterEqual(r["predictedMs"] * 1.001, statistics.median(actual))
+            self.assertLessEqual(r["predictedMs"], max(actual) * 1.001)
+            budget = c.request("stats")["steps"]["budget"]
+            self.assertTrue(budget["measured"])
+            self.assertAlmostEqual(budget["costPs"] * units / 1e9,
+                                   sorted(actual + [r["actualMs"]])[-2], delta=second * 1e-3 + 1e-6)
+
+    def test_a_fixed_rate_is_reported_and_kept(self):
+        srv = fresh_server(self, "--step-cost-ps", str(RATE_PS))
+        with srv.client() as c:
+            capes(c, 2)
+            for _ in range(5):
+                c.step(DT, budget_ms=BIG)
+            budget = c.request("stats")["steps"]["budget"]
+            self.assertEqual((budget["measured"], budget["costPs"]), (False, RATE_PS))
+
+    def test_a_measured_budget_replays_its_levels_bit_identically(self):
+        """With a measured rate the levels depend on the step times; the
+        journal records them, so the replay (of the recorded capes alone)
+        still lands on the recorded bits."""
+        data = tempfile.mkdtemp(prefix="clothd-lod-")
+        self.addCleanup(shutil.rmtree, data, True)
+        srv = fresh_server(self, "--data-dir", data)
+        with srv.client() as c:
+            ids = capes(c, 4)
+            recorded = ids[1:]
+            for _ in range(10):
+                full = c.step(DT, budget_ms=BIG)["predictedMs"]
+            c.request("record", name="measured", instances=recorded)
+            plans = set()
+            for k in range(40):
+                # Full detail, then 70% of the latest full prediction (a
+                # plan that the step times decide about), then the floor.
+                phase = k % 8
+                budget = BIG if phase < 3 or phase == 7 else 0.001 if phase == 6 else \
+                    round(full * 0.7, 6)
+                r = c.step(DT, budget_ms=budget)
+                if not r["degraded"]:
+                    full = r["predictedMs"]
+                plans.add(tuple(sorted(levels(r).items())))
+            partial = [p for p in plans if 0 < len(p) < 4]
+            self.assertTrue(partial, f"some plans lowered some capes only: {plans}")
+            self.assertEqual(c.request("record", stop=True)["frames"], 40)
+            final = {i: c.request("get", instance=i)["positions"] for i in recorded}
+            reply = c.request("replay", name="measured")
+            self.assertEqual((reply["frames"], reply["complete"]), (40, True))
             new = dict(zip(reply["recorded"], reply["instances"]))
             for old in recorded:
                 self.assertEqual(c.request("get", instance=new[old])["positions"], final[old],
