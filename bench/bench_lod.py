@@ -217,6 +217,11 @@ def run_budget(build, steps, cost_ps, calibrate_rate, log):
         server.stop()
     actual = [r["actualMs"] for r in half]
     met = sum(1 for a in actual if a <= budget)
+    # Missed with every cape at the floor already: nothing left to lower,
+    # the machine gave the step less than the floor's time.
+    at_floor = [len(r["degraded"]) == CAPES and all(d["lod"] >= 2 for d in r["degraded"])
+                for r in half]
+    missed_at_floor = sum(1 for a, f in zip(actual, at_floor) if a > budget and f)
     ratio = [r["actualMs"] / r["predictedMs"] for r in half if r["predictedMs"] > 0]
     counts = {}
     for r in half:
@@ -230,6 +235,8 @@ def run_budget(build, steps, cost_ps, calibrate_rate, log):
            "full_actual_over_predicted": round(full_ms / full_pred, 3),
            "budget_ms": budget,
            "met_pct": round(100.0 * met / len(actual), 1),
+           "at_floor_pct": round(100.0 * sum(at_floor) / len(actual), 1),
+           "missed_at_floor_pct": round(100.0 * missed_at_floor / len(actual), 1),
            "actual_ms_p50": round(percentile(actual, 50), 3),
            "actual_ms_p95": round(percentile(actual, 95), 3),
            "actual_ms_max": round(max(actual), 3),
@@ -282,6 +289,8 @@ def print_tables(levels, budget):
         print(f"with the budget: {b['met_pct']}% of {b['steps']} steps met it ({b['verdict_met']}, "
               f"goal {GOAL_MET}%); actual p50 {b['actual_ms_p50']} ms, p95 {b['actual_ms_p95']} ms, "
               f"max {b['actual_ms_max']} ms; predicted {b['predicted_ms']} ms")
+        print(f"steps with every cape at the floor: {b['at_floor_pct']}%; missed there (nothing "
+              f"left to lower): {b['missed_at_floor_pct']}% of the steps")
         print(f"server CPU per step (all threads, the gets included): full detail "
               f"{b['server_cpu_ms_full']} ms, with the budget {b['server_cpu_ms_budget']} ms")
         print(f"capes degraded per step, by level: {b['degraded_per_step']}")

@@ -62,7 +62,7 @@ typedef struct cd_step_job {
     cd_vec3 global_wind; /* snapshot: the global wind may change mid-step */
     cd_step_result result;
     uint32_t torn; /* vertices split after the step (tearing) */
-    int32_t base, level; /* the instance's own level of detail; the one to step at */
+    int32_t level; /* the level of detail to step at */
     cd_batch *batch;
     /* [flags]: prepared by the loop thread, filled by the worker after the
      * step (when it moved); NULL when no subscriber wants that form. */
@@ -187,8 +187,7 @@ static bool plan_levels(cd_server *server, cd_batch *batch)
 {
     for (uint32_t i = 0; i < batch->count; i++) {
         cd_step_job *sj = &batch->jobs[i];
-        sj->base = cd_instance_def(sj->inst).lod;
-        sj->level = cd_instance_step_level(sj->inst, sj->base);
+        sj->level = cd_instance_step_level(sj->inst, cd_instance_def(sj->inst).lod);
     }
     if (!(batch->budget_ms > 0.0f))
         return true;
@@ -546,10 +545,11 @@ static void line_torn(cd_line *line, const cd_batch *batch)
         LINE_LITERAL(line, "]");
 }
 
-/* The budget stepped it below its own level (and it moved). */
+/* The budget stepped it below its own level, or it is coming back from
+ * that one level a step (cd_instance_step_lod), and it moved. */
 static bool is_degraded(const cd_step_job *sj)
 {
-    return !sj->result.unstable && !sj->result.sleeping && sj->result.lod > sj->base;
+    return !sj->result.unstable && !sj->result.sleeping && sj->result.degraded;
 }
 
 /* Milliseconds to 6 significant digits (a float's own digits would print

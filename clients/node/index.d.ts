@@ -372,6 +372,14 @@ export interface InstanceState {
   enabled: boolean;
   unstable: boolean;
   sleeping: boolean;
+  /** Its own level of detail (the `lod` option). */
+  lod: number;
+  /** The level its last step ran at (its own before the first step). */
+  currentLod: number;
+  /** That level was a step budget's lowering (or the way back from it). */
+  degraded: boolean;
+  /** Its `priority` option: the lowest is degraded first. */
+  priority: number;
   /** x, y, z of every particle, exactly the server's float32 values. */
   positions: Float32Array;
   pinned: number[];

@@ -75,6 +75,36 @@ class LevelOfDetailTest(unittest.TestCase):
                 got[f.instance].append(f.frame)
             self.assertEqual(got, {a: [10, 12], b: [12], full: [10, 12]})
 
+    def test_get_reports_the_level_of_the_last_step_and_whether_the_budget_chose_it(self):
+        srv = fresh_server(self, "--step-cost-ps", str(RATE_PS))
+        with srv.client() as c:
+            ids = capes(c, 2)
+            c.set(ids[1], lod=1, priority=9)
+
+            def level(i):
+                g = c.request("get", instance=i)
+                return g["lod"], g["currentLod"], g["degraded"], g["priority"]
+
+            self.assertEqual(level(ids[0]), (0, 0, False, 0), "before a step: its own")
+            self.assertEqual(level(ids[1]), (1, 1, False, 9))
+            r = c.step(DT, budget_ms=0.001)  # both to the floor
+            self.assertEqual(levels(r), {ids[0]: 2, ids[1]: 2})
+            self.assertEqual(level(ids[0]), (0, 2, True, 0))
+            self.assertEqual(level(ids[1]), (1, 2, True, 9))
+            r = c.step(DT, budget_ms=BIG)  # one level a step back, still the budget's
+            self.assertEqual(levels(r), {ids[0]: 1})
+            self.assertEqual(level(ids[0]), (0, 1, True, 0))
+            self.assertEqual(level(ids[1]), (1, 1, False, 9), "back at its own level")
+            c.step(DT)
+            self.assertEqual(level(ids[0]), (0, 0, False, 0))
+            # Its own lod, coarse then fine again: never degraded.
+            c.set(ids[0], lod=3)
+            c.step(DT, budget_ms=BIG)
+            self.assertEqual(level(ids[0]), (3, 3, False, 0))
+            c.set(ids[0], lod=0)
+            r = c.step(DT, budget_ms=BIG)
+            self.assertEqual((r["degraded"], level(ids[0])), ([], (0, 2, False, 0)))
+
     def test_setting_only_lod_leaves_a_sleeper_asleep(self):
         srv = fresh_server(self)
         with srv.client() as c:
@@ -108,6 +138,9 @@ class StepBudgetTest(unittest.TestCase):
             budgets.append(r["budgetMs"])
             self.assertEqual(r["degraded"], [])
             self.assertEqual(r["budgetMs"], BIG)
+            state = c.get(ids[0])  # the Python client's view of get
+            self.assertEqual((state.lod, state.current_lod, state.degraded, state.priority),
+                             (0, 0, False, 0.0))
             self.assertGreater(r["actualMs"], 0)
             full = r["predictedMs"]
             # 16 x 16 particles x 1 substep x (2 x 8 + 1) units each, 1 ns a unit.
@@ -134,6 +167,9 @@ class StepBudgetTest(unittest.TestCase):
             budgets.append(r["budgetMs"])
             self.assertEqual(r["stepped"], 4)
             self.assertEqual(levels(r), {i: 2 for i in ids}, "the floor, level 2, never 3")
+            state = c.get(ids[3])
+            self.assertEqual((state.lod, state.current_lod, state.degraded, state.priority),
+                             (0, 2, True, 3.0))
             self.assertGreater(r["predictedMs"], r["budgetMs"])
 
             # Room again: back to full detail, one level a step.
