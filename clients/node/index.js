@@ -40,6 +40,7 @@ const {
   quantizedFrameSize,
   frameSizeFlags,
   octahedralDecode,
+  decodeHeader,
   decodeFrame,
 } = require('./lib/frame.js');
 const { MessageParser, DEFAULT_MAX_MESSAGE_BYTES } = require('./lib/parser.js');
@@ -1228,6 +1229,7 @@ module.exports = {
   ConnectionClosed,
   FrameIterator,
   decodeFrame,
+  decodeHeader,
   encodeBinaryRequest,
   frameSize,
   quantizedFrameSize,
