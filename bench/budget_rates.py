@@ -46,8 +46,8 @@ def record(build, path, steps):
     try:
         c = Line(server.port)
         ids = setup_capes(c)
-        full = sorted(c.ask({"cmd": "step", "budgetMs": 60000})["actualMs"] for _ in range(100))
-        budget = round(full[50] / 2, 3)
+        full = [c.ask({"cmd": "step", "budgetMs": 60000})["actualMs"] for _ in range(100)]
+        budget = round(sorted(full)[50] / 2, 3)
         rows = []
         for _ in range(steps):
             r = c.ask({"cmd": "step", "budgetMs": budget})
@@ -58,8 +58,8 @@ def record(build, path, steps):
     finally:
         server.stop()
     with open(path, "w") as f:
-        json.dump({"load_before": load_average(), "full_ms": full[50], "budget": budget,
-                   "rows": rows}, f)
+        json.dump({"load_before": load_average(), "full_ms": sorted(full)[50], "budget": budget,
+                   "full_rates": [a / FULL for a in full], "rows": rows}, f)
     met = sum(1 for r in rows if r["actual"] <= budget)
     print(f"{path}: {steps} steps, budget {budget} ms, {100 * met / steps:.1f}% met")
 
@@ -69,13 +69,15 @@ def nearest_rank(values, pct):
     return ordered[max(1, math.ceil(pct / 100 * len(ordered))) - 1]
 
 
-def replay(trace, window, pct, share):
+def replay(trace, window, pct, share, fixed=None):
+    """Met % and detail kept at a measured rate, or at `fixed` (ms a unit)."""
     budget = trace["budget"]
     rates = [r["actual"] / r["units"] for r in trace["rows"]]
     met = kept = 0.0
     for k, rate in enumerate(rates):
         seen = rates[max(0, k - window):k] or [rates[0]]
-        units = min(FULL, max(FLOOR, budget * share / nearest_rank(seen, pct)))
+        plan_rate = fixed if fixed else nearest_rank(seen, pct)
+        units = min(FULL, max(FLOOR, budget * share / plan_rate))
         met += rate * units <= budget
         kept += units / FULL
     return 100 * met / len(rates), kept / len(rates)
@@ -104,6 +106,15 @@ def main():
                                                           for i in range(len(traces)))
           + " | lowest met | mean detail |")
     print("|---" * (5 + len(traces)) + "|")
+    # The fixed rate before the measured one: the p90 of the full-detail
+    # steps before the trace (bench_lod.py --calibrate), at 80% and 90%.
+    if all("full_rates" in t for t in traces):
+        for share in (0.8, 0.9):
+            out = [replay(t, 0, 0, share, nearest_rank(t["full_rates"], 90)) for t in traces]
+            print(f"| fixed, p90 of full detail | - | {share:.2f} | "
+                  + " | ".join(f"{m:.1f}% / {d:.2f}" for m, d in out)
+                  + f" | {min(m for m, _ in out):.1f}% | "
+                  f"{sum(d for _, d in out) / len(out):.3f} |")
     for pct in PERCENTILES:
         for window in WINDOWS:
             for share in SHARES:

@@ -92,10 +92,18 @@ void cd_budget_rate_init(cd_budget_rate *rate, uint32_t fixed_ps)
     rate->ps = fixed_ps != 0 ? fixed_ps : CD_STEP_COST_PS_DEFAULT;
 }
 
-static int by_value(const void *a, const void *b)
+/* Where `v` goes in the first `n` of `sorted` (before any equal value). */
+static uint32_t lower_bound(const uint32_t *sorted, uint32_t n, uint32_t v)
 {
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 void cd_budget_rate_add(cd_budget_rate *rate, uint64_t units, double ms)
@@ -103,14 +111,22 @@ void cd_budget_rate_add(cd_budget_rate *rate, uint64_t units, double ms)
     if (rate->fixed_ps != 0 || units == 0 || !(ms > 0.0) || !isfinite(ms))
         return;
     const double ps = ms * 1e9 / (double)units;
-    rate->samples[rate->next] = ps < 1.0 ? 1u : ps > 1e9 ? 1000000000u : (uint32_t)ps;
+    const uint32_t v = ps < 1.0 ? 1u : ps > 1e9 ? 1000000000u : (uint32_t)ps;
+    /* The window is a ring in arrival order and the same values sorted:
+     * the oldest leaves both, the newest enters both (no sort per batch). */
+    uint32_t *sorted = rate->sorted;
+    if (rate->count == CD_BUDGET_RATE_WINDOW) {
+        const uint32_t old = lower_bound(sorted, rate->count, rate->samples[rate->next]);
+        memmove(&sorted[old], &sorted[old + 1], (rate->count - old - 1) * sizeof sorted[0]);
+        rate->count--;
+    }
+    const uint32_t at = lower_bound(sorted, rate->count, v);
+    memmove(&sorted[at + 1], &sorted[at], (rate->count - at) * sizeof sorted[0]);
+    sorted[at] = v;
+    rate->count++;
+    rate->samples[rate->next] = v;
     rate->next = (rate->next + 1) % CD_BUDGET_RATE_WINDOW;
-    if (rate->count < CD_BUDGET_RATE_WINDOW)
-        rate->count++;
-    /* The nearest-rank percentile: with fewer than 20 samples the largest. */
-    uint32_t sorted[CD_BUDGET_RATE_WINDOW];
-    memcpy(sorted, rate->samples, rate->count * sizeof sorted[0]);
-    qsort(sorted, rate->count, sizeof sorted[0], by_value);
+    /* The nearest-rank percentile: with few samples, the largest. */
     const uint32_t rank = (CD_BUDGET_RATE_PERCENTILE * rate->count + 99u) / 100u;
     rate->ps = sorted[rank - 1];
 }

@@ -28,25 +28,26 @@
 /* The measured rate (the default): the plan predicts at this percentile
  * of the rates (wall time over planned units) of the last
  * CD_BUDGET_RATE_WINDOW budgeted batches, i.e. at their median times
- * their spread (p95 / p50), both as this machine's load makes them now.
- * 128 batches are about two seconds of a 60 Hz game: the rate follows a
- * change of load within them, and a few steps that waited for a core (the
- * top 6 of 128) do not move it. Replayed over step times recorded on the
- * loaded development machine (spread p95/p50 of 2 to 4.4), windows of 64
- * met the budget 3-4 points less often at the same percentile, the 90th
- * percentile 3-7 points less than the 95th, and the 97th-98th kept 5% less
- * detail for 0-1 point more (bench/README.md, section 12). */
-#define CD_BUDGET_RATE_WINDOW 128u
-#define CD_BUDGET_RATE_PERCENTILE 95u
+ * their spread (p98 / p50), both as this machine's load makes them now.
+ * 192 batches are about three seconds of a 60 Hz game: the rate follows a
+ * change of load within them, and three steps that waited for a core do
+ * not move it. Replayed over step times of the 64 capes recorded on the
+ * loaded development machine (8 traces, spread p95/p50 1.9 to 4.4; the
+ * budget is then often out of reach even with every cape at the floor),
+ * the 98th percentile of 192 met the budget within 0.6 points of the best
+ * any plan could (every cape at the floor), the 95th of 128 within 3.6
+ * points for 15% more detail kept (bench/README.md, section 12, and
+ * bench/budget_rates.py). */
+#define CD_BUDGET_RATE_WINDOW 192u
+#define CD_BUDGET_RATE_PERCENTILE 98u
 
 /* The plan fits the predicted time into this share of the budget, leaving
  * the rest for what the prediction does not see (in percent). With a
  * fixed rate (--step-cost-ps) the share carries all of the step times'
  * spread: at 90% the 64 capes' steps (p95 14% over p50 on the idle
  * machine) met their budget 78% of the time, at 80% 97-98%. A measured
- * rate at the 95th percentile carries the spread itself; its share covers
- * a load that rises within the window (at 100% the replays above met the
- * budget 1-3.5 points less often than at 90%). */
+ * rate at a high percentile carries the spread itself; its share covers a
+ * load that rises within the window. */
 #define CD_BUDGET_TARGET_PCT 80u
 #define CD_BUDGET_MEASURED_TARGET_PCT 90u
 
@@ -57,7 +58,8 @@ typedef struct cd_budget_rate {
     uint32_t ps;       /* the rate the next plan uses */
     uint32_t count;    /* samples held, up to the window */
     uint32_t next;     /* the ring's slot for the next sample */
-    uint32_t samples[CD_BUDGET_RATE_WINDOW]; /* ps per unit, the newest */
+    uint32_t samples[CD_BUDGET_RATE_WINDOW]; /* ps per unit, the newest, a ring */
+    uint32_t sorted[CD_BUDGET_RATE_WINDOW];  /* the same `count` values, ascending */
 } cd_budget_rate;
 
 /* `fixed_ps` 0: measured, starting from CD_STEP_COST_PS_DEFAULT. */

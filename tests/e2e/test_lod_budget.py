@@ -262,10 +262,10 @@ class StepBudgetTest(unittest.TestCase):
 
 
 class MeasuredRateTest(unittest.TestCase):
-    """Without --step-cost-ps the rate is measured: the 95th percentile of
+    """Without --step-cost-ps the rate is measured: the 98th percentile of
     what the recent budgeted batches took per cost unit (budget.c)."""
 
-    def test_the_prediction_lies_between_the_median_and_the_slowest_recent_step(self):
+    def test_the_prediction_is_the_98th_percentile_of_the_recent_steps(self):
         srv = fresh_server(self)
         with srv.client() as c:
             capes(c)
@@ -273,15 +273,14 @@ class MeasuredRateTest(unittest.TestCase):
             self.assertEqual((budget["measured"], budget["costPs"]), (True, 8000), "the start")
             # Full detail every step (nothing to lower): the same units each
             # time, so each batch's rate is its time over the same units.
-            actual = [c.step(DT, budget_ms=BIG)["actualMs"] for _ in range(30)]
+            actual = [c.step(DT, budget_ms=BIG)["actualMs"] for _ in range(60)]
             r = c.step(DT, budget_ms=BIG)
             units = 4 * 16 * 16 * 17
-            # 30 samples: the nearest rank of the 95th is the 29th, the
+            # 60 samples: the nearest rank of the 98th is the 59th, the
             # second slowest (ps truncated to an integer: 0.1% covers it).
             second = sorted(actual)[-2]
             self.assertAlmostEqual(r["predictedMs"], second, delta=second * 1e-3 + 1e-6)
-            self.assertGreaterEqual(r["predictedMs"] * 1.001, statistics.median(actual))
-            self.assertLessEqual(r["predictedMs"], max(actual) * 1.001)
+            self.assertGreater(r["predictedMs"] * 1.001, statistics.median(actual))
             budget = c.request("stats")["steps"]["budget"]
             self.assertTrue(budget["measured"])
             self.assertAlmostEqual(budget["costPs"] * units / 1e9,
