@@ -12,16 +12,16 @@ and how it looks, and a scene that overruns its budget at full detail.
 
 12. budget: the real build/clothd with 2 workers and 64 awake capes of
    32x32 (bench_server.py's: 8 iterations, global wind), priority i for
-   cape i. First a calibration: every cape set to level k (0..3) in turn,
-   the median `actualMs` against the cost units, fitted as a line: the
-   rate (--step-cost-ps) and the fixed time per instance. Their full-detail time is the median `actualMs` of STEPS steps
-   with a budget too large to lower anything; then STEPS steps with
-   `budgetMs` half of it: the share of steps whose `actualMs` met the
-   budget (goal >= 95%), the levels chosen, the predicted and actual
-   times, and the strain of the capes by the level they ran at (max
-   structural strain from `get`, sampled every 10 steps), against the same
-   capes at full detail before. Then the budget is raised and every cape
-   must be back at full detail.
+   cape i, clothd's own rate (measured from its recent steps; or a fixed
+   --step-cost-ps, given or calibrated: --step-cost-ps N, --calibrate).
+   Their full-detail time is the median `actualMs` of STEPS steps with a
+   budget too large to lower anything; then STEPS steps with `budgetMs`
+   half of it: the share of steps whose `actualMs` met the budget (goal
+   >= 95%), the levels chosen, the predicted and actual times, the rate
+   the plans used, and the strain of the capes by the level they ran at
+   (max structural strain from `get`, sampled every 10 steps), against the
+   same capes at full detail before. Then the budget is raised and every
+   cape must be back at full detail.
 
 Prints tables, then one machine-readable line per case:
 
@@ -173,23 +173,28 @@ def calibrate(c, ids, steps, log):
             "actual_ms_p90": round(p90, 3), "ps_per_unit": round(p90 * 1e9 / full_units())}
 
 
-def run_budget(build, steps, cost_ps, log):
-    server = Clothd(os.path.join(build, "clothd"), [])
+def run_budget(build, steps, cost_ps, calibrate_rate, log):
+    """The budget scene; `cost_ps` a fixed rate, or None: clothd's measured
+    one (or, with `calibrate_rate`, a first server's p90, fixed)."""
+    cal = None
+    if calibrate_rate and not cost_ps:
+        server = Clothd(os.path.join(build, "clothd"), [])
+        try:
+            c = Line(server.port)
+            log("  calibrate: 64 capes ...")
+            ids = setup_capes(c)
+            cal = calibrate(c, ids, max(steps // 2, 20), log)
+            log(f"  calibrate: {cal}")
+            c.close()
+        finally:
+            server.stop()
+        cost_ps = cal["ps_per_unit"]
+    server = Clothd(os.path.join(build, "clothd"),
+                    ["--step-cost-ps", str(cost_ps)] if cost_ps else [])
+    rate = f"--step-cost-ps {cost_ps}" if cost_ps else "the measured rate"
     try:
         c = Line(server.port)
-        log("  calibrate: 64 capes ...")
-        ids = setup_capes(c)
-        cal = calibrate(c, ids, max(steps // 2, 20), log)
-        log(f"  calibrate: {cal}")
-        c.close()
-    finally:
-        server.stop()
-    # As an operator would: this machine's rate, measured just now.
-    cost_ps = cost_ps or cal["ps_per_unit"]
-    server = Clothd(os.path.join(build, "clothd"), ["--step-cost-ps", str(cost_ps)])
-    try:
-        c = Line(server.port)
-        log(f"  budget: 64 capes, --step-cost-ps {cost_ps} ...")
+        log(f"  budget: 64 capes, {rate} ...")
         ids = setup_capes(c)
         log("  budget: full detail ...")
         full_strain = {}
@@ -204,6 +209,7 @@ def run_budget(build, steps, cost_ps, log):
         cpu0 = server.cpu_ns()
         half = run_phase(c, ids, budget, steps, strains)
         cpu_half = (server.cpu_ns() - cpu0) / steps
+        stats = c.ask({"cmd": "stats"})["steps"]["budget"]
         log("  budget: raised again ...")
         back = run_phase(c, ids, 60000, 5, None)
         c.close()
@@ -211,21 +217,34 @@ def run_budget(build, steps, cost_ps, log):
         server.stop()
     actual = [r["actualMs"] for r in half]
     met = sum(1 for a in actual if a <= budget)
+    # Missed with every cape at the floor already: nothing left to lower,
+    # the machine gave the step less than the floor's time.
+    at_floor = [len(r["degraded"]) == CAPES and all(d["lod"] >= 2 for d in r["degraded"])
+                for r in half]
+    missed_at_floor = sum(1 for a, f in zip(actual, at_floor) if a > budget and f)
+    ratio = [r["actualMs"] / r["predictedMs"] for r in half if r["predictedMs"] > 0]
     counts = {}
     for r in half:
         for d in r["degraded"]:
             counts[d["lod"]] = counts.get(d["lod"], 0) + 1
     row = {"case": "budget", "capes": CAPES, "n": CAPE_N, "iters": CAPE_ITERS,
            "workers": WORKERS, "steps": steps, "load_before": load_average(),
-           "step_cost_ps": cost_ps, "calibration": cal,
+           "rate": "fixed" if cost_ps else "measured", "step_cost_ps": cost_ps,
+           "calibration": cal, "cost_ps_at_end": stats["costPs"],
            "full_actual_ms_p50": round(full_ms, 3), "full_predicted_ms": round(full_pred, 3),
            "full_actual_over_predicted": round(full_ms / full_pred, 3),
            "budget_ms": budget,
            "met_pct": round(100.0 * met / len(actual), 1),
+           "at_floor_pct": round(100.0 * sum(at_floor) / len(actual), 1),
+           "missed_at_floor_pct": round(100.0 * missed_at_floor / len(actual), 1),
+           "missed_with_room_pct": round(100.0 * (len(actual) - met - missed_at_floor)
+                                         / len(actual), 1),
            "actual_ms_p50": round(percentile(actual, 50), 3),
            "actual_ms_p95": round(percentile(actual, 95), 3),
            "actual_ms_max": round(max(actual), 3),
            "predicted_ms": round(statistics.median(r["predictedMs"] for r in half), 3),
+           "actual_over_predicted_p50": round(percentile(ratio, 50), 3),
+           "actual_over_predicted_p95": round(percentile(ratio, 95), 3),
            "server_cpu_ms_full": round(cpu_full / 1e6, 3),
            "server_cpu_ms_budget": round(cpu_half / 1e6, 3),
            "degraded_per_step": {str(k): round(v / steps, 2) for k, v in sorted(counts.items())},
@@ -259,14 +278,22 @@ def print_tables(levels, budget):
         print(f"12. The step budget: {CAPES} capes of {CAPE_N}² at {CAPE_ITERS} iterations, "
               f"{WORKERS} workers, budget half the full-detail time")
         cal = b["calibration"]
-        print(f"calibration (a first server, {cal['steps']} steps at full detail): p50 "
-              f"{cal['actual_ms_p50']} ms, p90 {cal['actual_ms_p90']} ms for {full_units()} units: "
-              f"{cal['ps_per_unit']} ps per unit (from the p90)")
+        if cal:
+            print(f"calibration (a first server, {cal['steps']} steps at full detail): p50 "
+                  f"{cal['actual_ms_p50']} ms, p90 {cal['actual_ms_p90']} ms for {full_units()} "
+                  f"units: {cal['ps_per_unit']} ps per unit (from the p90)")
+        rate = (f"fixed, --step-cost-ps {b['step_cost_ps']}" if b["rate"] == "fixed"
+                else f"measured, {b['cost_ps_at_end']} ps per unit at the end")
+        print(f"rate: {rate}; actual / predicted under the budget: p50 "
+              f"{b['actual_over_predicted_p50']}, p95 {b['actual_over_predicted_p95']}")
         print(f"full detail: {b['full_actual_ms_p50']} ms actual (p50), {b['full_predicted_ms']} ms "
               f"predicted; budget {b['budget_ms']} ms")
         print(f"with the budget: {b['met_pct']}% of {b['steps']} steps met it ({b['verdict_met']}, "
               f"goal {GOAL_MET}%); actual p50 {b['actual_ms_p50']} ms, p95 {b['actual_ms_p95']} ms, "
               f"max {b['actual_ms_max']} ms; predicted {b['predicted_ms']} ms")
+        print(f"steps with every cape at the floor: {b['at_floor_pct']}%; missed there (nothing "
+              f"left to lower): {b['missed_at_floor_pct']}% of the steps; missed with detail left "
+              f"to lower: {b['missed_with_room_pct']}%")
         print(f"server CPU per step (all threads, the gets included): full detail "
               f"{b['server_cpu_ms_full']} ms, with the budget {b['server_cpu_ms_budget']} ms")
         print(f"capes degraded per step, by level: {b['degraded_per_step']}")
@@ -283,7 +310,9 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--steps", type=int, default=300, help="steps per budget phase")
     ap.add_argument("--step-cost-ps", type=int,
-                    help="clothd's rate for the budget scene (default: the calibration's)")
+                    help="a fixed rate for the budget scene (default: clothd's measured rate)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="a fixed rate from a first server's full-detail steps (their p90)")
     ap.add_argument("--no-levels", action="store_true")
     ap.add_argument("--no-budget", action="store_true")
     ap.add_argument("--quiet", action="store_true")
@@ -296,7 +325,7 @@ def main():
     try:
         levels = [] if args.no_levels else run_levels(args.build, log)
         budget = None if args.no_budget else run_budget(args.build, args.steps, args.step_cost_ps,
-                                                        log)
+                                                        args.calibrate, log)
     except BenchError as e:
         print(f"bench_lod: {e}", file=sys.stderr)
         return 1

@@ -1,8 +1,12 @@
-/* clothd server — the per-step time budget's scheduler (budget.c).
+/* clothd server — the per-step time budget's scheduler (budget.c): the
+ * plan, and the rate that turns its cost units into time.
  *
- * A pure function of predicted costs: no clock, no world, no threads, so a
- * unit test drives it with made-up costs and the server's decisions are a
- * function of the commands (tests/test_budget.c). */
+ * Both are plain functions of the figures they are given: no clock, no
+ * world, no threads, so a unit test drives them with made-up costs and
+ * step times (tests/test_budget.c). The server feeds the rate the batches'
+ * measured times (unless --step-cost-ps fixes it), so its decisions follow
+ * the machine's load; a recording journals them (server/recording.c) and a
+ * replay steps at the recorded levels, bit for bit. */
 #ifndef CLOTHD_SERVER_BUDGET_H
 #define CLOTHD_SERVER_BUDGET_H
 
@@ -14,20 +18,58 @@
  * own `lod` is coarser keeps its own). */
 #define CD_BUDGET_FLOOR 2
 
-/* --step-cost-ps's default: picoseconds of a batch's wall time per cost
- * unit. The development machine's 2 workers (AVX2) measured 4,800 for 64
- * capes when idle and 11,000-39,000 while other processes took its cores
- * (bench/README.md, section 12); 8,000 leaves room over the idle rate.
- * Another machine calibrates its own from the step reply's predictedMs and
- * actualMs (bench/bench_lod.py does, at the 90th percentile). */
+/* The rate a plan starts from before any budgeted batch was measured:
+ * picoseconds of a batch's wall time per cost unit. The development
+ * machine's 2 workers (AVX2) measured 4,800 for 64 capes when idle and
+ * 11,000-39,000 while other processes took its cores (bench/README.md,
+ * section 12). */
 #define CD_STEP_COST_PS_DEFAULT 8000
 
+/* The measured rate (the default): the plan predicts at this percentile
+ * of the rates (wall time over planned units) of the last
+ * CD_BUDGET_RATE_WINDOW budgeted batches, i.e. at their median times
+ * their spread (p98 / p50), both as this machine's load makes them now.
+ * 192 batches are about three seconds of a 60 Hz game: the rate follows a
+ * change of load within them, and three steps that waited for a core do
+ * not move it. Replayed over step times of the 64 capes recorded on the
+ * loaded development machine (8 traces, spread p95/p50 1.9 to 4.4; the
+ * budget is then often out of reach even with every cape at the floor),
+ * the 98th percentile of 192 met the budget within 0.6 points of the best
+ * any plan could (every cape at the floor), the 95th of 128 within 3.6
+ * points for 15% more detail kept (bench/README.md, section 12, and
+ * bench/budget_rates.py). */
+#define CD_BUDGET_RATE_WINDOW 192u
+#define CD_BUDGET_RATE_PERCENTILE 98u
+
 /* The plan fits the predicted time into this share of the budget, leaving
- * the rest for what counted work does not see (another process taking a
- * core for a moment, the reply): in percent. At 90% the actual times'
- * spread (p95 14% over p50) left 78% of the 64 capes' steps within their
- * budget on an idle machine; at 80%, 97-98% (bench/README.md, section 12). */
+ * the rest for what the prediction does not see (in percent). With a
+ * fixed rate (--step-cost-ps) the share carries all of the step times'
+ * spread: at 90% the 64 capes' steps (p95 14% over p50 on the idle
+ * machine) met their budget 78% of the time, at 80% 97-98%. A measured
+ * rate at a high percentile carries the spread itself; its share covers a
+ * load that rises within the window. */
 #define CD_BUDGET_TARGET_PCT 80u
+#define CD_BUDGET_MEASURED_TARGET_PCT 90u
+
+/* The rate a batch is planned at: fixed, or measured from the batches
+ * before it. Plain data: the same samples give the same rate. */
+typedef struct cd_budget_rate {
+    uint32_t fixed_ps; /* nonzero: --step-cost-ps, never adapted */
+    uint32_t ps;       /* the rate the next plan uses */
+    uint32_t count;    /* samples held, up to the window */
+    uint32_t next;     /* the ring's slot for the next sample */
+    uint32_t samples[CD_BUDGET_RATE_WINDOW]; /* ps per unit, the newest, a ring */
+    uint32_t sorted[CD_BUDGET_RATE_WINDOW];  /* the same `count` values, ascending */
+} cd_budget_rate;
+
+/* `fixed_ps` 0: measured, starting from CD_STEP_COST_PS_DEFAULT. */
+void cd_budget_rate_init(cd_budget_rate *rate, uint32_t fixed_ps);
+/* A budgeted batch of `units` planned cost units took `ms` of wall time
+ * (ignored with a fixed rate, with no units, or a time that is not
+ * positive and finite). */
+void cd_budget_rate_add(cd_budget_rate *rate, uint64_t units, double ms);
+/* The share of the budget (percent) a plan at this rate fills at most. */
+uint32_t cd_budget_rate_target_pct(const cd_budget_rate *rate);
 
 /* One instance of a batch. */
 typedef struct cd_budget_item {
@@ -53,7 +95,7 @@ uint64_t cd_budget_plan(cd_budget_item *items, uint32_t count, uint64_t budget, 
                         cd_budget_rank *ranks);
 
 /* Cost units to time and back at `ps_per_unit` picoseconds of a batch's
- * wall time per unit (--step-cost-ps). */
+ * wall time per unit (cd_budget_rate's ps). */
 double cd_budget_units_to_ms(uint64_t units, uint32_t ps_per_unit);
 uint64_t cd_budget_ms_to_units(double ms, uint32_t ps_per_unit);
 

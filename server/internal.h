@@ -27,6 +27,7 @@
 #include "../protocol/protocol.h"
 #include "../solver/snapshot.h"
 #include "../solver/solver.h"
+#include "budget.h"
 #include "log.h"
 #include "metrics.h"
 #include "pool.h"
@@ -243,6 +244,7 @@ struct cd_server {
     uint64_t memory_snapshot_particles; /* held by every connection's memory snapshots */
     cd_recording *recording;   /* the journal being written, NULL when none */
     cd_scene_table scenes;     /* each instance's scene and owner (scenes.c) */
+    cd_budget_rate budget_rate; /* the step budget's rate: measured, or --step-cost-ps */
 };
 
 /* ---- conn.c ---- */

@@ -431,6 +431,8 @@ cd_dispatch_result cd_cmd_stats(cd_conn *conn, const cd_request *req)
     cJSON_AddNumberToObject(budget, "degradedInstances", (double)m->degraded_instance_steps);
     /* To the nanosecond: the float budgets' last bits are noise. */
     cJSON_AddNumberToObject(budget, "budgetSeconds", round(m->budget_seconds * 1e9) / 1e9);
+    cJSON_AddNumberToObject(budget, "costPs", server->budget_rate.ps);
+    cJSON_AddBoolToObject(budget, "measured", server->budget_rate.fixed_ps == 0);
     cJSON_AddNumberToObject(steps, "perSecond", round(step_rate(server) * 100.0) / 100.0);
     cJSON *dur = cJSON_AddObjectToObject(steps, "durationSeconds");
     cJSON_AddNumberToObject(dur, "count", (double)m->steps);
@@ -552,6 +554,9 @@ char *cd_metrics_prometheus(cd_server *server, size_t *len)
     sample(&t, "clothd_degraded_instance_steps_total", "counter",
            "Instances a step's budget stepped below their own level of detail.",
            (double)m->degraded_instance_steps);
+    sample(&t, "clothd_budget_cost_picoseconds", "gauge",
+           "The step budget's rate: a batch's wall time per cost unit the next plan predicts at.",
+           server->budget_rate.ps);
     family(&t, "clothd_step_duration_seconds", "histogram",
            "Time from a step request's start to its reply, in seconds.");
     uint64_t cumulative = 0;

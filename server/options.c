@@ -46,7 +46,7 @@ cd_server_options cd_default_server_options(void)
         .log_format = CD_LOG_TEXT,
         .slow_step_ms = 50,
         .step_budget_ms = 0,
-        .step_cost_ps = CD_STEP_COST_PS_DEFAULT,
+        .step_cost_ps = 0, /* measured */
         .health_port = -1,
         .metrics_port = -1,
     };
@@ -120,9 +120,9 @@ static const flag_spec flags[] = {
      "log a step slower than this at warn (default 50, 0 = never)"},
     {"--step-budget-ms", "MS", FLAG_U32, OPT(step_budget_ms), 0, 0, CD_STEP_BUDGET_MAX_MS,
      "soft time budget of a step that gives no budgetMs (default 0 = none)"},
-    {"--step-cost-ps", "PS", FLAG_U32, OPT(step_cost_ps), 0, 1, 1000000000,
-     "predicted step time per cost unit in picoseconds (default " CD_STR(CD_STEP_COST_PS_DEFAULT)
-     ")"},
+    {"--step-cost-ps", "PS", FLAG_U32, OPT(step_cost_ps), 0, 0, 1000000000,
+     "a fixed step time per cost unit in picoseconds for the budget's plans, the same choices "
+     "on any machine (default 0: measured from the recent steps)"},
     {"--health-port", "N", FLAG_INT, OPT(health_port), 0, 0, 65535,
      "serve HTTP GET /healthz and /readyz on this port (default off, 0 = ephemeral)"},
     {"--metrics-port", "N", FLAG_INT, OPT(metrics_port), 0, 0, 65535,

@@ -145,6 +145,13 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     cJSON_AddBoolToObject(reply, "unstable", info.unstable);
     cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
     const cd_cloth_def def = cd_instance_def(inst);
+    /* Its own level, the one its last step ran at, and whether a budget
+     * lowered that one (as Chaos Cloth tells a requested LOD from the
+     * current one). */
+    cJSON_AddNumberToObject(reply, "lod", def.lod);
+    cJSON_AddNumberToObject(reply, "currentLod", info.lod);
+    cJSON_AddBoolToObject(reply, "degraded", info.lod_degraded);
+    cJSON_AddNumberToObject(reply, "priority", def.priority);
     cJSON_AddStringToObject(reply, "windModel", cd_wind_model_name(def.wind_model));
     cd_add_vec3(reply, "wind", cd_instance_wind(inst));
     cd_add_vec3(reply, "gravity", def.gravity);

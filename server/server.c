@@ -174,6 +174,7 @@ int cd_server_run(const cd_server_options *opts)
                          .max_step_work = opts->max_step_work};
     server.world = cd_world_create(&wdef);
     server.busy = calloc(opts->max_instances + 1u, 1);
+    cd_budget_rate_init(&server.budget_rate, opts->step_cost_ps);
     const bool scenes = cd_scenes_init(&server);
     uv_async_init(&loop, &server.wake, on_wake);
     server.wake.data = &server;

@@ -31,7 +31,7 @@ typedef struct cd_server_options {
     int log_format;         /* cd_log_format: text or json */
     uint32_t slow_step_ms;  /* a step batch slower than this is logged at warn; 0: never */
     uint32_t step_budget_ms; /* a step's soft time budget when it gives no budgetMs; 0: none */
-    uint32_t step_cost_ps;   /* predicted batch wall time per cost unit, picoseconds */
+    uint32_t step_cost_ps;   /* a fixed batch wall time per cost unit, picoseconds; 0: measured */
     int health_port;        /* HTTP /healthz and /readyz; -1: off, 0: ephemeral */
     int metrics_port;       /* HTTP /metrics (Prometheus); -1: off; may equal health_port */
     char http_bind[64];     /* address of the HTTP ports; "": the --bind address */

@@ -62,7 +62,7 @@ typedef struct cd_step_job {
     cd_vec3 global_wind; /* snapshot: the global wind may change mid-step */
     cd_step_result result;
     uint32_t torn; /* vertices split after the step (tearing) */
-    int32_t base, level; /* the instance's own level of detail; the one to step at */
+    int32_t level; /* the level of detail to step at */
     cd_batch *batch;
     /* [flags]: prepared by the loop thread, filled by the worker after the
      * step (when it moved); NULL when no subscriber wants that form. */
@@ -85,6 +85,7 @@ struct cd_batch {
     float budget_ms;  /* the soft budget; 0: none */
     double actual_ms; /* from the start to the reply, set when it finishes */
     uint64_t planned; /* the plan's predicted cost units (budget.c) */
+    uint32_t rate_ps; /* the rate it was planned at, ps per unit */
     uint32_t count;     /* instances: jobs[0, count) step them */
     uint32_t job_count; /* with the helper jobs after them */
     uint32_t pending;
@@ -186,8 +187,7 @@ static bool plan_levels(cd_server *server, cd_batch *batch)
 {
     for (uint32_t i = 0; i < batch->count; i++) {
         cd_step_job *sj = &batch->jobs[i];
-        sj->base = cd_instance_def(sj->inst).lod;
-        sj->level = cd_instance_step_level(sj->inst, sj->base);
+        sj->level = cd_instance_step_level(sj->inst, cd_instance_def(sj->inst).lod);
     }
     if (!(batch->budget_ms > 0.0f))
         return true;
@@ -205,8 +205,11 @@ static bool plan_levels(cd_server *server, cd_batch *batch)
         for (int32_t k = 0; k < CD_LOD_LEVELS; k++)
             items[i].cost[k] = cd_instance_step_cost(sj->inst, sj->dt, k);
     }
+    /* The rate as the batches before this one measured it (or fixed). */
+    const cd_budget_rate *rate = &server->budget_rate;
+    batch->rate_ps = rate->ps;
     const uint64_t budget = cd_budget_ms_to_units(
-        (double)batch->budget_ms * CD_BUDGET_TARGET_PCT / 100.0, server->opts.step_cost_ps);
+        (double)batch->budget_ms * cd_budget_rate_target_pct(rate) / 100.0, rate->ps);
     batch->planned = cd_budget_plan(items, batch->count, budget, CD_BUDGET_FLOOR, ranks);
     for (uint32_t i = 0; i < batch->count; i++)
         batch->jobs[i].level = items[i].level;
@@ -542,10 +545,11 @@ static void line_torn(cd_line *line, const cd_batch *batch)
         LINE_LITERAL(line, "]");
 }
 
-/* The budget stepped it below its own level (and it moved). */
+/* The budget stepped it below its own level, or it is coming back from
+ * that one level a step (cd_instance_step_lod), and it moved. */
 static bool is_degraded(const cd_step_job *sj)
 {
-    return !sj->result.unstable && !sj->result.sleeping && sj->result.lod > sj->base;
+    return !sj->result.unstable && !sj->result.sleeping && sj->result.degraded;
 }
 
 /* Milliseconds to 6 significant digits (a float's own digits would print
@@ -558,17 +562,16 @@ static void line_ms(cd_line *line, double ms)
         line_put(line, text, (size_t)n);
 }
 
-/* With a budget: "budgetMs", "predictedMs" (the plan's cost at
- * --step-cost-ps), "actualMs" (from the start of the batch to now, wall
+/* With a budget: "budgetMs", "predictedMs" (the plan's cost at the rate
+ * it was planned at), "actualMs" (from the start of the batch to now, wall
  * time) and "degraded": the instances the budget stepped at a coarser
  * level than their own, with that level. */
 static void line_budget(cd_line *line, const cd_batch *batch)
 {
-    const cd_server *server = batch->server;
     LINE_LITERAL(line, ",\"budgetMs\":");
     line_ms(line, batch->budget_ms);
     LINE_LITERAL(line, ",\"predictedMs\":");
-    line_ms(line, cd_budget_units_to_ms(batch->planned, server->opts.step_cost_ps));
+    line_ms(line, cd_budget_units_to_ms(batch->planned, batch->rate_ps));
     LINE_LITERAL(line, ",\"actualMs\":");
     line_ms(line, batch->actual_ms);
     LINE_LITERAL(line, ",\"degraded\":[");
@@ -655,6 +658,8 @@ static void finish_batch(cd_server *server, cd_batch *batch)
         for (uint32_t i = 0; i < batch->count; i++)
             degraded += is_degraded(&batch->jobs[i]);
         cd_metrics_budget(server, batch->budget_ms, batch->actual_ms, degraded);
+        /* What this batch took per unit, for the plans after it. */
+        cd_budget_rate_add(&server->budget_rate, batch->planned, batch->actual_ms);
     }
     cd_conn *conn = batch->conn;
     if (conn != NULL) {

@@ -26,6 +26,8 @@ void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out)
         .sleeping = inst->sleeping,
         .frame = inst->frame,
         .time = inst->time,
+        .lod = inst->started ? inst->lod_now : inst->def.lod,
+        .lod_degraded = inst->started && inst->lod_degraded,
     };
 }
 

@@ -249,6 +249,11 @@ struct cd_instance {
     double time;
     float last_dt; /* the last substep's length */
     int32_t lod_now; /* the level of detail of the last step (lod.c) */
+    /* That level was coarser than its own `lod` because the caller asked
+     * for a coarser one than the instance would have run (a host's
+     * budget), or it is still coming back from such a step, one level a
+     * step (lod.c). */
+    bool lod_degraded;
 };
 
 /* What one substep needs, computed once per step. */

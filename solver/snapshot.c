@@ -59,7 +59,7 @@
 /* sizeof(cd_instance) on x86-64, less its options (saved by their table
  * rows, so a new option needs nothing here), when snapshot.c was last
  * brought up to date. */
-#define CD_SNAPSHOT_INSTANCE_SIZE 1688
+#define CD_SNAPSHOT_INSTANCE_SIZE 1696
 
 /* ---- the options, by their table rows -------------------------------------- */
 
@@ -225,6 +225,7 @@ static void write_instance(cd_snap_writer *w, const cd_instance *inst, const cd_
     cd_snap_put1(w, "lastDt", CD_SNAP_F32, &inst->last_dt);
     cd_snap_put1(w, "lastSpeed", CD_SNAP_F32, &inst->last_speed);
     cd_snap_put1(w, "lodNow", CD_SNAP_I32, &inst->lod_now);
+    cd_snap_put_flag(w, "lodDegraded", inst->lod_degraded);
     cd_snap_put_flag(w, "self.reserved", inst->hash_start != NULL);
     cd_snap_put_n(w, "self.stats", CD_SNAP_U64, &inst->self_stats, 4);
     cd_snap_end_section(w);
@@ -685,6 +686,10 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
                         true, NULL, fault));
     if (inst->lod_now < 0 || inst->lod_now >= CD_LOD_LEVELS)
         return cd_snap_bad(fault, sec, "field \"lodNow\": not a level of detail");
+    /* Whether the host lowered it (get reports it); absent before: no. */
+    inst->lod_degraded = false;
+    if (cd_snap_find(sec, "lodDegraded") != NULL)
+        TRY(cd_snap_get_flag(sec, "lodDegraded", &inst->lod_degraded, fault));
     bool reserved = false;
     TRY(cd_snap_get_flag(sec, "self.reserved", &reserved, fault));
     _Static_assert(sizeof(cd_self_collision_stats) == 4 * sizeof(uint64_t), "4 counters");

@@ -319,12 +319,20 @@ typedef struct cd_instance_info {
     bool sleeping; /* at rest: its steps cost nothing until something wakes it */
     uint64_t frame; /* steps taken */
     double time;    /* simulated seconds */
+    /* The level of detail its last step ran at (its own `lod` before its
+     * first step), and whether that was coarser than its own because the
+     * caller asked for a coarser level than the instance would have run
+     * (a host's budget, cd_instance_step_lod), or because it is coming
+     * back from such a step one level a step. */
+    int32_t lod;
+    bool lod_degraded;
 } cd_instance_info;
 
 typedef struct cd_step_result {
     bool unstable; /* the guard caught this step: state restored, disabled */
     bool sleeping; /* asleep: nothing moved */
     int32_t lod;   /* the level of detail the step ran at (cd_instance_step_lod) */
+    bool degraded; /* below the instance's own lod: cd_instance_info's lod_degraded */
 } cd_step_result;
 
 /* ---- world ------------------------------------------------------------ */
@@ -654,7 +662,12 @@ uint64_t cd_instance_step_cost(const cd_instance *inst, float dt, int32_t level)
  * step). */
 int32_t cd_instance_step_level(const cd_instance *inst, int32_t level);
 /* cd_instance_step at cd_instance_step_level(inst, level). The result says
- * which level ran. */
+ * which level ran, and whether it was degraded: coarser than the
+ * instance's own `lod` because `level` asked for a coarser one than
+ * cd_instance_step_level(inst, own lod) would give, or because the last
+ * step was degraded and this one is still coarser than its own (coming
+ * back one level a step). A host that changes `lod` itself sees no
+ * degraded step. */
 cd_step_result cd_instance_step_lod(cd_instance *inst, float dt, cd_vec3 global_wind,
                                     int32_t level);
 

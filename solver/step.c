@@ -206,8 +206,11 @@ cd_step_result cd_instance_step_lod(cd_instance *inst, float dt, cd_vec3 global_
                                     int32_t level)
 {
     const int32_t lod = cd_instance_step_level(inst, level);
+    const int32_t own = cd_instance_step_level(inst, inst->def.lod);
+    inst->lod_degraded = lod > inst->def.lod && (lod > own || inst->lod_degraded);
     inst->lod_now = lod;
-    const cd_step_result result = step_once(inst, dt, global_wind, lod);
+    cd_step_result result = step_once(inst, dt, global_wind, lod);
+    result.degraded = inst->lod_degraded;
     cd_team_step_done(inst->team); /* helpers of this step may leave */
     return result;
 }

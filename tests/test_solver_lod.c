@@ -221,10 +221,72 @@ Test(solver_lod, stepping_at_a_level_is_deterministic)
     cd_world_destroy(world);
 }
 
+/* The level its last step ran at and whether the caller degraded it. */
+static void assert_level(const cd_instance *inst, int32_t lod, bool degraded, const char *when)
+{
+    cd_instance_info info;
+    cd_instance_get_info(inst, &info);
+    cr_assert_eq(info.lod, lod, "%s: ran at %d, want %d", when, info.lod, lod);
+    cr_assert_eq(info.lod_degraded, degraded, "%s: degraded %d", when, info.lod_degraded);
+}
+
+static void set_lod(cd_instance *inst, int32_t lod)
+{
+    cd_cloth_def def = cd_instance_def(inst);
+    def.lod = lod;
+    cr_assert_eq(cd_instance_configure(inst, &def), CD_OK);
+}
+
+Test(solver_lod, a_level_the_caller_lowered_is_degraded_until_it_is_back)
+{
+    cd_world *world = fx_world();
+    cd_instance *sheet = swinging_sheet(world, 1, 8);
+    set_lod(sheet, 1);
+    assert_level(sheet, 1, false, "before the first step: its own");
+    cd_step_result r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    cr_assert(r.lod == 1 && !r.degraded, "its own level is not degraded");
+    assert_level(sheet, 1, false, "own level");
+
+    /* A budget lowers it to 3; the steps that come back (2) are still the
+     * budget's doing, the one at its own level is not. */
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 3);
+    cr_assert(r.lod == 3 && r.degraded);
+    assert_level(sheet, 3, true, "lowered");
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    cr_assert(r.lod == 2 && r.degraded, "coming back from the budget: %d", r.lod);
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    cr_assert(r.lod == 1 && !r.degraded, "back at its own level");
+    assert_level(sheet, 1, false, "back");
+
+    /* Its own lod goes 3 -> 0: the way back is its own, not degraded. */
+    set_lod(sheet, 3);
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    cr_assert(r.lod == 3 && !r.degraded, "its own coarse level");
+    set_lod(sheet, 0);
+    for (int32_t want = 2; want >= 0; want--) {
+        r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+        cr_assert(r.lod == want && !r.degraded, "own way back: %d (want %d), degraded %d", r.lod,
+                  want, r.degraded);
+    }
+    /* Lowered while coming back on its own: degraded from then on. */
+    set_lod(sheet, 3);
+    cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    set_lod(sheet, 0);
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    cr_assert(r.lod == 2 && !r.degraded);
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 2);
+    cr_assert(r.lod == 2 && r.degraded, "asked for 2 where it would have run 1");
+    r = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+    cr_assert(r.lod == 1 && r.degraded, "and the way back from it");
+    assert_level(sheet, 1, true, "coming back");
+    cd_world_destroy(world);
+}
+
 Test(solver_lod, a_snapshot_keeps_the_level_a_cloth_comes_back_from)
 {
     /* Stepped at level 3, saved, loaded: both twins come back to full
-     * detail one level a step, the same bits (snapshot.c's "lodNow"). */
+     * detail one level a step, the same bits, degraded until they are back
+     * (snapshot.c's "lodNow" and "lodDegraded"). */
     cd_world *a = fx_world();
     cd_instance *sheet = swinging_sheet(a, 4, 4);
     for (int step = 0; step < 20; step++)
@@ -239,9 +301,11 @@ Test(solver_lod, a_snapshot_keeps_the_level_a_cloth_comes_back_from)
     cr_assert_not_null(twin);
     const size_t bytes = sizeof(float) * 3 * N * N;
     for (int step = 0; step < 5; step++) {
-        const int32_t ran = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0).lod;
-        cr_assert_eq(cd_instance_step_lod(twin, FX_DT, fx_no_wind(), 0).lod, ran);
-        cr_assert_eq(ran, step < 3 ? 2 - step : 0, "step %d ran at %d", step, ran);
+        const cd_step_result ran = cd_instance_step_lod(sheet, FX_DT, fx_no_wind(), 0);
+        const cd_step_result ran_twin = cd_instance_step_lod(twin, FX_DT, fx_no_wind(), 0);
+        cr_assert_eq(ran_twin.lod, ran.lod);
+        cr_assert_eq(ran.lod, step < 3 ? 2 - step : 0, "step %d ran at %d", step, ran.lod);
+        cr_assert_eq(ran_twin.degraded, ran.lod > 0, "step %d: degraded %d", step, ran_twin.degraded);
         cr_assert_eq(fx_fnv1a(cd_instance_local_positions(sheet), bytes),
                      fx_fnv1a(cd_instance_local_positions(twin), bytes), "step %d", step);
     }

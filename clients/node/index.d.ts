@@ -471,6 +471,14 @@ export interface InstanceState {
   enabled: boolean;
   unstable: boolean;
   sleeping: boolean;
+  /** Its own level of detail (the `lod` option). */
+  lod: number;
+  /** The level its last step ran at (its own before the first step). */
+  currentLod: number;
+  /** That level was a step budget's lowering (or the way back from it). */
+  degraded: boolean;
+  /** Its `priority` option: the lowest is degraded first. */
+  priority: number;
   /** x, y, z of every particle, exactly the server's float32 values. */
   positions: Float32Array;
   pinned: number[];
@@ -633,14 +641,39 @@ export interface Frame {
 export interface DecodeOptions {
   /** Copy a plain frame's positions even when a view is possible. */
   copy?: boolean;
+  /** 3·N floats to decode the positions into in place (another length: a new array). */
+  positions?: Float32Array | null;
+  /** The same for the velocities (flags bit 1). */
+  velocities?: Float32Array | null;
+  /** The same for the normals (flags bit 2). */
+  normals?: Float32Array | null;
 }
+
+/** A frame's header, checked against the bytes given. */
+export interface FrameHeader {
+  version: number;
+  flags: number;
+  quantized: boolean;
+  /** The frame's length in bytes. */
+  length: number;
+  instance: number;
+  frame: number;
+  time: number;
+  count: number;
+}
+
+/** Any binary form of one complete frame. */
+export type FrameBytes = Uint8Array | ArrayBuffer | ArrayBufferView;
 
 /**
  * Decodes one complete frame. Plain frames give a view on `bytes` when the
- * payload is 4-byte aligned (on a little-endian host), else a copy.
- * Throws ProtocolError on a bad magic, version, flags or length.
+ * payload is 4-byte aligned (on a little-endian host) and no target array
+ * is given, else a copy. Throws ProtocolError on a bad magic, version,
+ * flags or length.
  */
-export function decodeFrame(bytes: Uint8Array, options?: DecodeOptions): Frame;
+export function decodeFrame(bytes: FrameBytes, options?: DecodeOptions): Frame;
+/** Reads and checks the header of one complete frame (throws as decodeFrame). */
+export function decodeHeader(bytes: FrameBytes): FrameHeader;
 /** Length of a plain frame of `count` particles: 40 + 12·count. */
 export function frameSize(count: number): number;
 /** Length of a quantized frame of `count` particles: 64 + 6·count. */

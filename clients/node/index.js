@@ -45,6 +45,7 @@ const {
   quantizedFrameSize,
   frameSizeFlags,
   octahedralDecode,
+  decodeHeader,
   decodeFrame,
 } = require('./lib/frame.js');
 const { MessageParser, DEFAULT_MAX_MESSAGE_BYTES } = require('./lib/parser.js');
@@ -1102,6 +1103,10 @@ class Client extends EventEmitter {
       enabled: reply.enabled,
       unstable: reply.unstable,
       sleeping: reply.sleeping ?? false,
+      lod: reply.lod ?? 0,
+      currentLod: reply.currentLod ?? reply.lod ?? 0,
+      degraded: reply.degraded ?? false,
+      priority: reply.priority ?? 0,
       positions: Float32Array.from(reply.positions ?? []),
       pinned: reply.pinned ?? [],
       colliders: reply.colliders ?? [],
@@ -1303,6 +1308,7 @@ module.exports = {
   parseEndpoint,
   FrameIterator,
   decodeFrame,
+  decodeHeader,
   encodeBinaryRequest,
   frameSize,
   quantizedFrameSize,

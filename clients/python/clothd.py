@@ -643,6 +643,28 @@ class InstanceState:
         return self.reply.get("windModel")
 
     @property
+    def lod(self) -> int:
+        """Its own level of detail (the ``lod`` option)."""
+        return int(self.reply.get("lod", 0))
+
+    @property
+    def current_lod(self) -> int:
+        """The level of detail its last step ran at (its own before the
+        first step)."""
+        return int(self.reply.get("currentLod", self.lod))
+
+    @property
+    def degraded(self) -> bool:
+        """True when that level was a step budget's lowering (or the way
+        back from it, one level a step), not its own ``lod``."""
+        return bool(self.reply.get("degraded", False))
+
+    @property
+    def priority(self) -> float:
+        """Its ``priority`` option: a budget lowers the lowest first."""
+        return float(self.reply.get("priority", 0))
+
+    @property
     def velocities(self) -> Optional[List[Vec3]]:
         """Each particle's velocity (m/s, over the last substep; zero before
         the first step and while asleep) as (x, y, z) tuples, when ``get``

@@ -42,6 +42,15 @@ const READONLY_TEXT = 'the viewer holds a read-only token: it shows the simulati
 // Served folders, longest prefix first: three.js's module builds and its
 // examples' modules (no package internals), nothing else under /vendor/,
 // and the page.
+// The page's frame decoder is the Node client's (public/frame.js imports
+// it by the relative path that reaches it on disk, which in the browser
+// resolves to this URL): its CommonJS file and errors.js, the one module
+// it requires, wrapped as an ES module whose default export is its
+// module.exports (nodeFrameModule). Nothing else of the Node client is
+// served.
+const NODE_FRAME_URL = '/node/lib/frame.js';
+const NODE_LIB = path.join(HERE, '..', 'node', 'lib');
+const NODE_FRAME_FILES = ['frame.js', 'errors.js'];
 const MOUNTS = [
   { prefix: '/vendor/three/build/', dir: path.join(THREE_DIR, 'build') },
   { prefix: '/vendor/three/examples/jsm/', dir: path.join(THREE_DIR, 'examples', 'jsm') },
@@ -141,6 +150,35 @@ const COMMON_HEADERS = {
   'X-Frame-Options': 'DENY',
   'Content-Security-Policy': "frame-ancestors 'none'",
 };
+
+// The Node client's frame.js (and what it requires) as one ES module: each
+// file runs in a function of (module, exports, require) as Node runs it,
+// and `require` knows only NODE_FRAME_FILES. Read once, at the first
+// request.
+let nodeFrameText = null;
+export function nodeFrameModule() {
+  if (nodeFrameText !== null) return nodeFrameText;
+  const factories = NODE_FRAME_FILES.map((name) => `${JSON.stringify(`./${name}`)}: function (module, exports, require) {
+${fs.readFileSync(path.join(NODE_LIB, name), 'utf8')}
+},`);
+  nodeFrameText = `// clients/node/lib/${NODE_FRAME_FILES.join(', ')} as one ES module (served by the clothd viewer)
+const factories = {
+${factories.join('\n')}
+};
+const loaded = {};
+function require(name) {
+  if (!(name in factories)) throw new Error(\`frame.js: \${name} is not served to the browser\`);
+  if (!(name in loaded)) {
+    const module = { exports: {} };
+    loaded[name] = module;
+    factories[name].call(module.exports, module, module.exports, require);
+  }
+  return loaded[name].exports;
+}
+export default require('./frame.js');
+`;
+  return nodeFrameText;
+}
 
 function isFinite3(v) {
   return Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'number' && Number.isFinite(x));
@@ -282,6 +320,17 @@ export class Viewer {
       const browsers = [...this.clients].map((c) => ({ pending: c.pending.size, skipped: c.skipped }));
       const body = JSON.stringify({ ...this.#hello(), browsers });
       res.writeHead(200, { ...COMMON_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' }).end(body);
+      return;
+    }
+    if (req.url.replace(/[?#].*$/s, '') === NODE_FRAME_URL) {
+      const body = nodeFrameModule();
+      res.writeHead(200, {
+        ...COMMON_HEADERS,
+        'Content-Type': MIME['.js'],
+        'Content-Length': Buffer.byteLength(body),
+        'Cache-Control': 'no-cache',
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
       return;
     }
     const send404 = () => res.writeHead(404, { ...COMMON_HEADERS, 'Content-Type': 'text/plain' }).end('not found\n');

@@ -2,9 +2,11 @@
 `lod` and `priority` in create and set, frames thinned at coarse levels,
 `budgetMs` (and --step-budget-ms) lowering the lowest priority first, never
 below level 2, back to full detail when there is room, the reply's budget
-members, and the same bits whatever the worker count."""
+members, the same bits whatever the worker count at a fixed rate, the
+measured rate, and replays bit for bit whichever rate planned."""
 
 import shutil
+import statistics
 import tempfile
 import unittest
 
@@ -73,6 +75,36 @@ class LevelOfDetailTest(unittest.TestCase):
                 got[f.instance].append(f.frame)
             self.assertEqual(got, {a: [10, 12], b: [12], full: [10, 12]})
 
+    def test_get_reports_the_level_of_the_last_step_and_whether_the_budget_chose_it(self):
+        srv = fresh_server(self, "--step-cost-ps", str(RATE_PS))
+        with srv.client() as c:
+            ids = capes(c, 2)
+            c.set(ids[1], lod=1, priority=9)
+
+            def level(i):
+                g = c.request("get", instance=i)
+                return g["lod"], g["currentLod"], g["degraded"], g["priority"]
+
+            self.assertEqual(level(ids[0]), (0, 0, False, 0), "before a step: its own")
+            self.assertEqual(level(ids[1]), (1, 1, False, 9))
+            r = c.step(DT, budget_ms=0.001)  # both to the floor
+            self.assertEqual(levels(r), {ids[0]: 2, ids[1]: 2})
+            self.assertEqual(level(ids[0]), (0, 2, True, 0))
+            self.assertEqual(level(ids[1]), (1, 2, True, 9))
+            r = c.step(DT, budget_ms=BIG)  # one level a step back, still the budget's
+            self.assertEqual(levels(r), {ids[0]: 1})
+            self.assertEqual(level(ids[0]), (0, 1, True, 0))
+            self.assertEqual(level(ids[1]), (1, 1, False, 9), "back at its own level")
+            c.step(DT)
+            self.assertEqual(level(ids[0]), (0, 0, False, 0))
+            # Its own lod, coarse then fine again: never degraded.
+            c.set(ids[0], lod=3)
+            c.step(DT, budget_ms=BIG)
+            self.assertEqual(level(ids[0]), (3, 3, False, 0))
+            c.set(ids[0], lod=0)
+            r = c.step(DT, budget_ms=BIG)
+            self.assertEqual((r["degraded"], level(ids[0])), ([], (0, 2, False, 0)))
+
     def test_setting_only_lod_leaves_a_sleeper_asleep(self):
         srv = fresh_server(self)
         with srv.client() as c:
@@ -106,6 +138,9 @@ class StepBudgetTest(unittest.TestCase):
             budgets.append(r["budgetMs"])
             self.assertEqual(r["degraded"], [])
             self.assertEqual(r["budgetMs"], BIG)
+            state = c.get(ids[0])  # the Python client's view of get
+            self.assertEqual((state.lod, state.current_lod, state.degraded, state.priority),
+                             (0, 0, False, 0.0))
             self.assertGreater(r["actualMs"], 0)
             full = r["predictedMs"]
             # 16 x 16 particles x 1 substep x (2 x 8 + 1) units each, 1 ns a unit.
@@ -132,6 +167,9 @@ class StepBudgetTest(unittest.TestCase):
             budgets.append(r["budgetMs"])
             self.assertEqual(r["stepped"], 4)
             self.assertEqual(levels(r), {i: 2 for i in ids}, "the floor, level 2, never 3")
+            state = c.get(ids[3])
+            self.assertEqual((state.lod, state.current_lod, state.degraded, state.priority),
+                             (0, 2, True, 3.0))
             self.assertGreater(r["predictedMs"], r["budgetMs"])
 
             # Room again: back to full detail, one level a step.
@@ -217,6 +255,76 @@ class StepBudgetTest(unittest.TestCase):
             final = {i: c.request("get", instance=i)["positions"] for i in recorded}
             reply = c.request("replay", name="lod")
             self.assertEqual((reply["frames"], reply["complete"]), (30, True))
+            new = dict(zip(reply["recorded"], reply["instances"]))
+            for old in recorded:
+                self.assertEqual(c.request("get", instance=new[old])["positions"], final[old],
+                                 f"cape {old}")
+
+
+class MeasuredRateTest(unittest.TestCase):
+    """Without --step-cost-ps the rate is measured: the 98th percentile of
+    what the recent budgeted batches took per cost unit (budget.c)."""
+
+    def test_the_prediction_is_the_98th_percentile_of_the_recent_steps(self):
+        srv = fresh_server(self)
+        with srv.client() as c:
+            capes(c)
+            budget = c.request("stats")["steps"]["budget"]
+            self.assertEqual((budget["measured"], budget["costPs"]), (True, 8000), "the start")
+            # Full detail every step (nothing to lower): the same units each
+            # time, so each batch's rate is its time over the same units.
+            actual = [c.step(DT, budget_ms=BIG)["actualMs"] for _ in range(60)]
+            r = c.step(DT, budget_ms=BIG)
+            units = 4 * 16 * 16 * 17
+            # 60 samples: the nearest rank of the 98th is the 59th, the
+            # second slowest (ps truncated to an integer: 0.1% covers it).
+            second = sorted(actual)[-2]
+            self.assertAlmostEqual(r["predictedMs"], second, delta=second * 1e-3 + 1e-6)
+            self.assertGreater(r["predictedMs"] * 1.001, statistics.median(actual))
+            budget = c.request("stats")["steps"]["budget"]
+            self.assertTrue(budget["measured"])
+            self.assertAlmostEqual(budget["costPs"] * units / 1e9,
+                                   sorted(actual + [r["actualMs"]])[-2], delta=second * 1e-3 + 1e-6)
+
+    def test_a_fixed_rate_is_reported_and_kept(self):
+        srv = fresh_server(self, "--step-cost-ps", str(RATE_PS))
+        with srv.client() as c:
+            capes(c, 2)
+            for _ in range(5):
+                c.step(DT, budget_ms=BIG)
+            budget = c.request("stats")["steps"]["budget"]
+            self.assertEqual((budget["measured"], budget["costPs"]), (False, RATE_PS))
+
+    def test_a_measured_budget_replays_its_levels_bit_identically(self):
+        """With a measured rate the levels depend on the step times; the
+        journal records them, so the replay (of the recorded capes alone)
+        still lands on the recorded bits."""
+        data = tempfile.mkdtemp(prefix="clothd-lod-")
+        self.addCleanup(shutil.rmtree, data, True)
+        srv = fresh_server(self, "--data-dir", data)
+        with srv.client() as c:
+            ids = capes(c, 4)
+            recorded = ids[1:]
+            for _ in range(10):
+                full = c.step(DT, budget_ms=BIG)["predictedMs"]
+            c.request("record", name="measured", instances=recorded)
+            plans = set()
+            for k in range(40):
+                # Full detail, then 70% of the latest full prediction (a
+                # plan that the step times decide about), then the floor.
+                phase = k % 8
+                budget = BIG if phase < 3 or phase == 7 else 0.001 if phase == 6 else \
+                    round(full * 0.7, 6)
+                r = c.step(DT, budget_ms=budget)
+                if not r["degraded"]:
+                    full = r["predictedMs"]
+                plans.add(tuple(sorted(levels(r).items())))
+            partial = [p for p in plans if 0 < len(p) < 4]
+            self.assertTrue(partial, f"some plans lowered some capes only: {plans}")
+            self.assertEqual(c.request("record", stop=True)["frames"], 40)
+            final = {i: c.request("get", instance=i)["positions"] for i in recorded}
+            reply = c.request("replay", name="measured")
+            self.assertEqual((reply["frames"], reply["complete"]), (40, True))
             new = dict(zip(reply["recorded"], reply["instances"]))
             for old in recorded:
                 self.assertEqual(c.request("get", instance=new[old])["positions"], final[old],

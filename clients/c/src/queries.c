@@ -325,6 +325,12 @@ static clothd_code decode_get(clothd_client *c, const cdc_jdoc *d, int root, voi
     cdc_jbool(d, cdc_jget(d, root, "enabled"), &s->enabled);
     cdc_jbool(d, cdc_jget(d, root, "unstable"), &s->unstable);
     cdc_jbool(d, cdc_jget(d, root, "sleeping"), &s->sleeping);
+    if (cdc_juint(d, cdc_jget(d, root, "lod"), UINT32_MAX, &v))
+        s->lod = s->current_lod = (uint32_t)v;
+    if (cdc_juint(d, cdc_jget(d, root, "currentLod"), UINT32_MAX, &v))
+        s->current_lod = (uint32_t)v;
+    cdc_jbool(d, cdc_jget(d, root, "degraded"), &s->lod_degraded);
+    cdc_jfloat(d, cdc_jget(d, root, "priority"), &s->priority);
     int wm = cdc_jget(d, root, "windModel");
     s->wind_model = cdc_jstr_eq(d, wm, "aero")       ? CLOTHD_WIND_AERO
                     : cdc_jstr_eq(d, wm, "constant") ? CLOTHD_WIND_CONSTANT

@@ -504,6 +504,13 @@ static void a_step_budget_should_report_the_degraded_instances(void)
               r.degraded[0].lod == 2 && r.degraded[1].lod == 2,
           "both at the floor, %zu listed", r.degraded_count);
     clothd_step_result_free(&r);
+    clothd_get_options go = {0};
+    clothd_instance_state s;
+    REQUIRE_OK(clothd_get(c, high.instance, &go, &s, &err), err);
+    CHECK(s.lod == 0 && s.current_lod == 2 && s.lod_degraded && s.priority == 1.0f,
+          "get: lod %u, current %u, degraded %d, priority %g", s.lod, s.current_lod, s.lod_degraded,
+          (double)s.priority);
+    clothd_instance_state_free(&s);
 
     clothd_material m = {.lod = clothd_i(3)};
     REQUIRE_OK(clothd_set(c, high.instance, &m, &err), err);

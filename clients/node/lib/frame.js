@@ -5,6 +5,11 @@
 // Subscribe's "channels" add after them each particle's velocity (flags bit
 // 1: f32[3N], or quantized a box and u16[3N]) and unit normal (bit 2:
 // f32[3N], or quantized u16[2N] octahedral).
+//
+// The one decoder of clothd's JavaScript: the viewer's page runs this file
+// too (clients/viewer/public/frame.js imports it; the viewer's server hands
+// it to the browser as an ES module). So it needs nothing of Node: typed
+// arrays and DataView only, and errors.js for ProtocolError.
 
 const { ProtocolError } = require('./errors.js');
 
@@ -65,6 +70,14 @@ function hex2(b) {
   return b.toString(16).padStart(2, '0');
 }
 
+/** A Uint8Array over `data` (a Uint8Array or Buffer, another typed array or an ArrayBuffer). */
+function toBytes(data) {
+  if (data instanceof Uint8Array) return data;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new TypeError('frame: expected a Uint8Array, Buffer or ArrayBuffer');
+}
+
 /**
  * Reads and checks a frame header. `bytes` must hold at least the 40-byte
  * header; `available` is how many bytes of the frame the caller has (the
@@ -112,15 +125,26 @@ function readHeader(bytes, available) {
 }
 
 /**
- * f32[3N] at `offset` -> Float32Array, a view when aligned (see
- * decodeFrame) and `copy` is false.
+ * The header of one complete frame (exactly its `length` bytes, any binary
+ * form): { version, flags, quantized, length, instance, frame, time, count }.
+ * Throws ProtocolError as decodeFrame does.
  */
-function plainTriplets(bytes, offset, count, copy) {
+function decodeHeader(data) {
+  const bytes = toBytes(data);
+  return readHeader(bytes, bytes.length);
+}
+
+/**
+ * f32[3N] at `offset` -> Float32Array: into `target` (3N floats) when
+ * given, else a view when aligned (see decodeFrame) and `copy` is false,
+ * else a copy.
+ */
+function plainTriplets(bytes, offset, count, copy, target) {
   const n = 3 * count;
   const start = bytes.byteOffset + offset;
-  if (LITTLE_ENDIAN_HOST && !copy && start % 4 === 0)
+  if (LITTLE_ENDIAN_HOST && !copy && !target && start % 4 === 0)
     return { values: new Float32Array(bytes.buffer, start, n), view: true };
-  const out = new Float32Array(n);
+  const out = target || new Float32Array(n);
   if (LITTLE_ENDIAN_HOST) {
     new Uint8Array(out.buffer).set(bytes.subarray(offset, offset + 4 * n));
   } else {
@@ -131,11 +155,12 @@ function plainTriplets(bytes, offset, count, copy) {
 }
 
 /**
- * A box and u16[3N] at `offset` -> Float32Array: v = min + (q / 65535) *
- * (max - min), computed in float64 and rounded to float32 (the test
- * vectors' rule). Positions and quantized velocities alike.
+ * A box and u16[3N] at `offset` -> Float32Array (`target` when given): v
+ * = min + (q / 65535) * (max - min), computed in float64 and rounded to
+ * float32 (the test vectors' rule). Positions and quantized velocities
+ * alike.
  */
-function boxedTriplets(bytes, offset, count) {
+function boxedTriplets(bytes, offset, count, target) {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   const min = [0, 0, 0];
   const max = [0, 0, 0];
@@ -144,7 +169,7 @@ function boxedTriplets(bytes, offset, count) {
     max[k] = dv.getFloat32(offset + 12 + 4 * k, true);
   }
   const range = [max[0] - min[0], max[1] - min[1], max[2] - min[2]];
-  const out = new Float32Array(3 * count);
+  const out = target || new Float32Array(3 * count);
   let p = offset + QUANTIZED_PREFIX;
   for (let i = 0; i < 3 * count; i += 3) {
     for (let k = 0; k < 3; k++, p += 2)
@@ -154,11 +179,15 @@ function boxedTriplets(bytes, offset, count) {
 }
 
 /**
- * One quantized normal (u16 u, v: octahedral) -> unit [x, y, z] in float64
- * (PROTOCOL.md, Quantized frames); (0, 0) is no normal: [0, 0, 0].
+ * One quantized normal (u16 u, v: octahedral) -> unit x, y, z in float64
+ * at out[at..at+2] (PROTOCOL.md, Quantized frames); (0, 0) is no normal:
+ * (0, 0, 0). No allocation: a frame's normals decode in a loop of these.
  */
-function octahedralDecode(qu, qv) {
-  if (qu === 0 && qv === 0) return [0, 0, 0];
+function octahedralInto(qu, qv, out, at) {
+  if (qu === 0 && qv === 0) {
+    out[at] = out[at + 1] = out[at + 2] = 0;
+    return;
+  }
   let x = (qu / 65535) * 2 - 1;
   let y = (qv / 65535) * 2 - 1;
   const z = 1 - Math.abs(x) - Math.abs(y);
@@ -169,23 +198,29 @@ function octahedralDecode(qu, qv) {
     y = fy;
   }
   const len = Math.sqrt(x * x + y * y + z * z);
-  return [x / len, y / len, z / len];
+  out[at] = x / len;
+  out[at + 1] = y / len;
+  out[at + 2] = z / len;
 }
 
-function octahedralNormals(bytes, offset, count) {
+/** One quantized normal (u16 u, v) -> unit [x, y, z] in float64. */
+function octahedralDecode(qu, qv) {
+  const n = [0, 0, 0];
+  octahedralInto(qu, qv, n, 0);
+  return n;
+}
+
+function octahedralNormals(bytes, offset, count, target) {
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-  const out = new Float32Array(3 * count);
-  for (let i = 0; i < count; i++) {
-    const n = octahedralDecode(dv.getUint16(offset + 4 * i, true), dv.getUint16(offset + 4 * i + 2, true));
-    out[3 * i] = n[0];
-    out[3 * i + 1] = n[1];
-    out[3 * i + 2] = n[2];
-  }
+  const out = target || new Float32Array(3 * count);
+  for (let i = 0; i < count; i++)
+    octahedralInto(dv.getUint16(offset + 4 * i, true), dv.getUint16(offset + 4 * i + 2, true), out, 3 * i);
   return out;
 }
 
 /**
- * Decodes one complete frame (header + payload, exactly `length` bytes).
+ * Decodes one complete frame (header + payload, exactly `length` bytes; a
+ * Uint8Array or Buffer, another typed array or an ArrayBuffer).
  *
  * Returns a Frame: { instance, frame, time, count, flags, quantized,
  * positions: Float32Array (x0, y0, z0, x1, ...), bounds, view,
@@ -200,14 +235,21 @@ function octahedralNormals(bytes, offset, count) {
  * `view` tells which. `options.copy` forces a copy. Quantized frames are
  * always decoded into a new array and carry `bounds` ({min, max}, the
  * bounding box as float32 values); `bounds` is null for plain frames.
+ * `options.positions`, `options.velocities`, `options.normals`: Float32Arrays
+ * of 3N floats to decode into in place (a renderer's vertex buffers); one of
+ * another length is left alone and a new array returned.
  *
  * Throws ProtocolError on a bad magic, a version other than 1, a flag bit
  * other than bits 0-2, or a length that does not match the flags, the count
  * or the bytes.
  */
-function decodeFrame(bytes, options) {
-  const h = readHeader(bytes, bytes && bytes.length);
-  const copy = Boolean(options && options.copy);
+function decodeFrame(data, options) {
+  const bytes = toBytes(data);
+  const h = readHeader(bytes, bytes.length);
+  const o = options || {};
+  const copy = Boolean(o.copy);
+  // A caller's array of the right length, else null (a new array).
+  const into = (t) => (t instanceof Float32Array && t.length === 3 * h.count ? t : null);
   const at = sections(h.flags, h.count);
   let positions;
   let bounds = null;
@@ -216,14 +258,17 @@ function decodeFrame(bytes, options) {
   let velocityBounds = null;
   let normals = null;
   if (h.quantized) {
-    ({ values: positions, bounds } = boxedTriplets(bytes, at.positions, h.count));
+    ({ values: positions, bounds } = boxedTriplets(bytes, at.positions, h.count, into(o.positions)));
     if (at.velocities >= 0)
-      ({ values: velocities, bounds: velocityBounds } = boxedTriplets(bytes, at.velocities, h.count));
-    if (at.normals >= 0) normals = octahedralNormals(bytes, at.normals, h.count);
+      ({ values: velocities, bounds: velocityBounds } =
+        boxedTriplets(bytes, at.velocities, h.count, into(o.velocities)));
+    if (at.normals >= 0) normals = octahedralNormals(bytes, at.normals, h.count, into(o.normals));
   } else {
-    ({ values: positions, view } = plainTriplets(bytes, at.positions, h.count, copy));
-    if (at.velocities >= 0) velocities = plainTriplets(bytes, at.velocities, h.count, copy).values;
-    if (at.normals >= 0) normals = plainTriplets(bytes, at.normals, h.count, copy).values;
+    ({ values: positions, view } = plainTriplets(bytes, at.positions, h.count, copy, into(o.positions)));
+    if (at.velocities >= 0)
+      velocities = plainTriplets(bytes, at.velocities, h.count, copy, into(o.velocities)).values;
+    if (at.normals >= 0)
+      normals = plainTriplets(bytes, at.normals, h.count, copy, into(o.normals)).values;
   }
   return {
     instance: h.instance,
@@ -242,6 +287,7 @@ function decodeFrame(bytes, options) {
 }
 
 module.exports = {
+  ProtocolError, // what the decoder throws (errors.js)
   FRAME_MAGIC,
   FRAME_VERSION,
   FRAME_HEADER_SIZE,
@@ -256,5 +302,6 @@ module.exports = {
   quantizedFrameSize,
   frameSizeFlags,
   octahedralDecode,
+  decodeHeader,
   decodeFrame,
 };

@@ -330,9 +330,13 @@ test('step with budgetMs reports the plan and steps the lowest priority coarser'
   assert.ok(roomy.predictedMs > 0 && roomy.actualMs > 0);
   const tight = await client.step({ instances: [low, high], budgetMs: 0.0001 });
   assert.deepEqual(tight.degraded, [{ instance: low, lod: 2 }, { instance: high, lod: 2 }]);
+  const lowered = await client.get(low);
+  assert.deepEqual([lowered.lod, lowered.currentLod, lowered.degraded, lowered.priority], [0, 2, true, 0]);
   await client.set(high, { lod: 3 });
   const own = await client.step({ instances: [low, high], budgetMs: 0.0001 });
   assert.deepEqual(own.degraded, [{ instance: low, lod: 2 }], 'its own level 3 is not degraded');
+  const coarse = await client.get(high);
+  assert.deepEqual([coarse.lod, coarse.currentLod, coarse.degraded, coarse.priority], [3, 3, false, 1]);
   await client.destroy(low);
   await client.destroy(high);
 });

@@ -10,6 +10,7 @@ const path = require('node:path');
 
 const {
   decodeFrame,
+  decodeHeader,
   ProtocolError,
   FRAME_HEADER_SIZE,
   FLAG_QUANTIZED,
@@ -350,6 +351,45 @@ test('plain positions are a view when aligned and a copy otherwise', () => {
   assert.equal(forced.view, false);
   assert.notEqual(forced.positions.buffer, aligned.buffer);
   assertBitwiseEqual(forced.positions, v.positions, 'forced copy');
+});
+
+test('every form decodes into the caller\'s arrays in place, from any binary form', () => {
+  const doc = JSON.parse(fs.readFileSync(VECTORS_PATH, 'utf8'));
+  for (const [index, v] of doc.frames.entries()) {
+    const what = `vector ${index + 1} (${v.note})`;
+    const bytes = Buffer.from(v.hex, 'hex');
+    const want = decodeFrame(bytes, { copy: true });
+    const n3 = 3 * want.count;
+    const into = { positions: new Float32Array(n3), velocities: new Float32Array(n3), normals: new Float32Array(n3) };
+    // An ArrayBuffer of its own (a browser WebSocket's message) and a
+    // DataView: the same values.
+    const own = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
+    for (const data of [own, new DataView(own)]) {
+      const got = decodeFrame(data, into);
+      assert.equal(got.positions, into.positions, `${what}: positions in place`);
+      assert.equal(got.view, false, `${what}: not a view`);
+      assertBitwiseEqual(got.positions, want.positions, `${what}: positions`);
+      for (const name of ['velocities', 'normals']) {
+        if (want[name] === null) {
+          assert.equal(got[name], null, `${what}: no ${name}`);
+          continue;
+        }
+        assert.equal(got[name], into[name], `${what}: ${name} in place`);
+        assertBitwiseEqual(got[name], want[name], `${what}: ${name}`);
+      }
+      assert.deepEqual(decodeHeader(data), decodeHeader(bytes), `${what}: header`);
+    }
+    // A target of another length is not written: a new array.
+    const short = new Float32Array(n3 + 3);
+    const fresh = decodeFrame(bytes, { positions: short });
+    assert.notEqual(fresh.positions, short);
+    assert.ok(short.every((x) => x === 0), `${what}: the wrong-sized target is untouched`);
+  }
+  const h = decodeHeader(encodePlain(9, 2 ** 40 + 7, 0.5, [1, 2, 3]));
+  assert.deepEqual(h, { version: 1, flags: 0, quantized: false, length: 52, instance: 9,
+                        frame: 2 ** 40 + 7, time: 0.5, count: 1 });
+  assert.throws(() => decodeHeader(new Uint8Array(39)), ProtocolError);
+  assert.throws(() => decodeFrame('not bytes'), TypeError);
 });
 
 // ---- the stream parser -----------------------------------------------------

@@ -1,6 +1,8 @@
-// The page's frame decoder (public/frame.js) against the shared test vectors
-// of protocol/test_vectors.json (positions, velocities and normals, plain
-// and quantized), and against frames this test encodes.
+// The page's frame decoder (public/frame.js: the Node client's decoder with
+// the page's calling convention) against the shared test vectors of
+// protocol/test_vectors.json (positions, velocities and normals, plain and
+// quantized), and against frames this test encodes. The browser runs the
+// same file through the viewer's server (viewer.test.mjs, channels.test.mjs).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -124,6 +126,7 @@ test('rejects bad magic, versions, unknown flags and wrong lengths', () => {
     mutate(b);
     return b;
   };
+  assert.ok(FrameError.prototype instanceof Error, 'the decoder\'s error class');
   assert.throws(() => decodeHeader(good.subarray(0, 39)), FrameError);
   assert.throws(() => decodeHeader(bad((b) => { b[1] = 0; })), /magic/);
   assert.throws(() => decodeHeader(bad((b) => b.writeUInt16LE(2, 4))), /version/);

@@ -163,6 +163,12 @@ describe('the relay answers only its own page', { timeout: 60000 }, () => {
       '/%252e%252e/server.js',
       '/%E0%A4%A',
       '/api/nothing',
+      // Of the Node client only its frame decoder is served.
+      '/node/lib/errors.js',
+      '/node/lib/parser.js',
+      '/node/index.js',
+      '/node/package.json',
+      '/node/lib/../index.js',
     ]) {
       const r = await httpGet(p, target);
       assert.equal(r.status, 404, `${target}: ${r.status}`);
@@ -171,6 +177,7 @@ describe('the relay answers only its own page', { timeout: 60000 }, () => {
     // What is there is still served.
     for (const [target, type] of [
       ['/', /text\/html/], ['/viewer.js', /javascript/], ['/frame.js?v=1', /javascript/],
+      ['/node/lib/frame.js', /javascript/],
       ['/vendor/three/build/three.module.js', /javascript/], ['/vendor/three/examples/jsm/controls/OrbitControls.js', /javascript/],
     ]) {
       const r = await httpGet(p, target);

@@ -181,6 +181,9 @@ namespace Clothd
         [MarshalAs(UnmanagedType.U1)] public bool PositionsOwned;
         public IntPtr Velocities;
         public IntPtr Normals;
+        public uint Lod, CurrentLod;
+        [MarshalAs(UnmanagedType.U1)] public bool LodDegraded;
+        public float Priority;
     }
 
     public static class Native

@@ -726,6 +726,10 @@ typedef struct clothd_instance_state {
     bool positions_owned_;         /* private */
     float *velocities;             /* 3*particle_count floats when asked for, else NULL */
     float *normals;                /* 3*particle_count floats when asked for, else NULL */
+    uint32_t lod;                  /* its own level of detail (the lod option) */
+    uint32_t current_lod;          /* the level its last step ran at (its own before one) */
+    bool lod_degraded;             /* that level was a step budget's lowering (or the way back) */
+    float priority;                /* its priority option */
 } clothd_instance_state;
 /* Frees what it owns and zeroes it; NULL or a zeroed struct is fine. Thread: any. */
 CLOTHD_API void clothd_instance_state_free(clothd_instance_state *s);
