@@ -18,10 +18,10 @@
  * What is saved: everything the step reads or that a later command reads
  * back. What is rebuilt instead: whatever the builders derive from the
  * options and the rest shape (constraints, their colouring, groups, the
- * team, a soft body's neighbours and surface), and what every step resets
- * before reading it (XPBD multipliers, contact depths, the self-collision
- * hash and pairs, which the first substep searches afresh, the guard's
- * block results).
+ * team, a soft body's neighbours, surface and material elements), and
+ * what every step resets before reading it (XPBD multipliers, contact
+ * depths, the self-collision hash and pairs, which the first substep
+ * searches afresh, the guard's block results).
  *
  * How to add a field to cd_instance (or cd_collider, cd_pin): decide
  * whether the step reads it before writing it (then save it) or the
@@ -57,7 +57,7 @@
 /* sizeof(cd_instance) on x86-64, less its options (saved by their table
  * rows, so a new option needs nothing here), when snapshot.c was last
  * brought up to date. */
-#define CD_SNAPSHOT_INSTANCE_SIZE 1688
+#define CD_SNAPSHOT_INSTANCE_SIZE 1712
 
 /* ---- the options, by their table rows -------------------------------------- */
 
