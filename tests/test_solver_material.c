@@ -152,3 +152,74 @@ Test(material, a_cantilever_bends_half_as_much_at_twice_the_modulus, .timeout = 
     cr_log_info("cantilever at E and 2E: %.4f and %.4f of the formula", soft, stiff);
     cr_expect_lt(fabs(stiff / soft - 1.0), 0.10, "E: %.4f, 2E: %.4f of the formula", soft, stiff);
 }
+
+/* ---- robustness -------------------------------------------------------------- */
+
+/* A ball dropped on a floor at the soft-body default budget (2 x 8 at
+ * 60 Hz), from jelly to steel: an unconverged solve is soft, but never
+ * unstable (both constraints are zero at rest; material.c says why that
+ * matters). */
+Test(material, a_ball_of_any_modulus_stays_stable_at_the_default_budget, .timeout = 60)
+{
+    const float moduli[] = {1e4f, 1e6f, 1e8f, 1e11f};
+    for (size_t k = 0; k < sizeof moduli / sizeof moduli[0]; k++) {
+        cd_world *world = fx_world();
+        cd_tet_mesh m;
+        cr_assert_eq(cd_mesh_ball(fx_v3(0, 1, 0), 0.3f, 6, &m), CD_OK);
+        cd_cloth_def d = cd_default_softbody_options();
+        d.youngs_modulus = moduli[k];
+        cd_id id;
+        cr_assert_eq(cd_world_create_softbody(world, &m, &d, &id), CD_OK);
+        cd_instance *ball = cd_world_get(world, id);
+        cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
+        cr_assert_eq(cd_instance_add_collider(ball, &floor, &id), CD_OK);
+        for (int f = 0; f < 180; f++)
+            cr_assert_not(cd_instance_step(ball, FX_DT, fx_no_wind()).unstable, "E %g, step %d",
+                          (double)moduli[k], f);
+        const double kept = cd_instance_volume(ball) / cd_instance_rest_volume(ball);
+        cr_log_info("ball at E %g: volume %.4f", (double)moduli[k], kept);
+        cr_expect(kept > 0.97 && kept < 1.03, "E %g: volume %.4f", (double)moduli[k], kept);
+        cr_expect(fx_all_finite(ball));
+        cd_mesh_free(&m);
+        cd_world_destroy(world);
+    }
+}
+
+/* youngsModulus given later by `set`: the elements are built then, and the
+ * edges stop acting as springs (a stiff material holds a pinned bar up
+ * where the seed's soft edges let it sag). */
+Test(material, a_material_given_by_set_takes_over_from_the_edges)
+{
+    cd_world *world = fx_world();
+    cd_tet_mesh m;
+    cr_assert_eq(cd_mesh_box(fx_v3(0, -0.05f, -0.05f), fx_v3(1, 0.1f, 0.1f), 10, 1, 1, &m), CD_OK);
+    cd_cloth_def d = cd_default_softbody_options();
+    d.stiffness = 0.05f; /* the seed's edges, soft */
+    d.tethers = false;
+    d.sleep_threshold = 0.0f;
+    cd_id id;
+    cr_assert_eq(cd_world_create_softbody(world, &m, &d, &id), CD_OK);
+    cd_instance *bar = cd_world_get(world, id);
+    for (uint32_t i = 0; i < m.vertex_count; i++)
+        if (m.vertices[3 * i] < 1e-6f)
+            cr_assert_eq(cd_instance_pin(bar, i, NULL), CD_OK);
+    const size_t before = cd_instance_memory(bar);
+    for (int f = 0; f < 60; f++)
+        cd_instance_step(bar, FX_DT, fx_no_wind());
+    const double sagged = -mean_at(bar, &m, 0, 1.0f, 1);
+    d.youngs_modulus = 1e9f;
+    d.substeps = 16;
+    cr_assert_eq(cd_instance_configure(bar, &d), CD_OK);
+    /* 64 bytes a tet, and 8 a colour (fewer than 64 colours here). */
+    const size_t grown = cd_instance_memory(bar) - before;
+    cr_assert(grown >= 64u * m.tet_count && grown < 64u * m.tet_count + 8u * 64u,
+              "the elements: %zu bytes for %u tets", grown, m.tet_count);
+    for (int f = 0; f < 120; f++)
+        cd_instance_step(bar, FX_DT, fx_no_wind());
+    const double held = -mean_at(bar, &m, 0, 1.0f, 1);
+    cr_log_info("bar's end: %.3f m down on soft edges, %.3f m with E = 1 GPa", sagged, held);
+    cr_expect_gt(sagged, 0.3, "the soft edges let it sag: %.3f m", sagged);
+    cr_expect_lt(held, 0.1 * sagged, "the material holds it up: %.3f m", held);
+    cd_mesh_free(&m);
+    cd_world_destroy(world);
+}
