@@ -310,22 +310,22 @@ cd_xpbd_kernel cd_solve_xpbd_scalar;
 /* XPBD with each slot's alpha~ times compliance_scale[slot] (painted
  * compliance, scalar only). */
 cd_xpbd_kernel cd_solve_xpbd_scaled_scalar;
-/* Recomputes compliance_scale from the painted compliance scales and a
- * soft body's material (frees it when neither applies); false on out of
- * memory. */
+/* Recomputes compliance_scale from the painted compliance scales (frees
+ * it when there are none); false on out of memory. */
 bool cd_refresh_compliance_scale(cd_instance *inst);
-/* A soft body given youngsModulus (material.c): its tets are stable
- * Neo-Hookean elements and its edges no springs. cd_material_reserve
- * builds the elements and their colours once (false on out of memory);
+/* A soft body given youngsModulus (material.c): its tets are continuum
+ * elements (a shape and a volume constraint each) and its edges no
+ * springs. Active once cd_material_reserve has built the elements and
+ * their colours (false on out of memory; done at creation or by `set`);
  * cd_material_memory counts them; cd_stage_solve_material runs one
  * Gauss-Seidel pass over them, colour after colour (in blocks with a
- * team). */
+ * team); cd_material_reset_multipliers starts a substep. */
 bool cd_material_active(const cd_instance *inst);
 bool cd_material_reserve(cd_instance *inst);
 size_t cd_material_memory(const cd_instance *inst);
 void cd_material_reset_multipliers(cd_instance *inst);
 void cd_stage_solve_material(cd_instance *inst, float h);
-/* Colours `count` tets (4 vertex indices each, of `vertex_count`
+/* Colours `count` >= 1 tets (4 vertex indices each, of `vertex_count`
  * vertices) greedily in order: order[] gets the tets colour by colour (in
  * their order within a colour), colours[] the ranges (at most `count`);
  * returns the number of colours, 0 on out of memory (colour.c). */
