@@ -248,6 +248,18 @@ bench-garment: $(BUILD)/bench_garment
 
 .PHONY: bench-garment
 
+# The cantilever sweep of issue 10 (bench/bench_beam.c; bench/README.md):
+# a soft-body beam with youngsModulus against Euler-Bernoulli at 1 to 6
+# cells across, converged and at the default budget. A few minutes.
+$(BUILD)/bench_beam: bench/bench_beam.c $(SOLVER_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $^ -o $@ $(LDLIBS)
+
+bench-beam: $(BUILD)/bench_beam
+	$(BUILD)/bench_beam
+
+.PHONY: bench-beam
+
 # Frames with and without their velocity and normal channels (issue 15):
 # bytes and build cost per form for one 64 x 64 curtain (bench/README.md, 9).
 $(BUILD)/bench_frames: bench/bench_frames.c $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(call obj,server/frames.c)

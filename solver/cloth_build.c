@@ -186,6 +186,8 @@ void cd_instance_free(cd_instance *inst)
     free(inst->coloured.colours);
     free(inst->rest);
     free(inst->tets);
+    free(inst->elements);
+    free(inst->element_colours);
     free(inst->contact_depth);
     free(inst->triangles);
     free(inst->uvs);

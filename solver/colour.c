@@ -17,7 +17,8 @@
  *
  * Colours are found 64 at a time (one bit per colour in a per-particle
  * mask); constraints that find none of the 64 free wait for the next round
- * of 64, so any degree is handled. */
+ * of 64, so any degree is handled. Tetrahedra are coloured likewise
+ * (cd_colour_tets). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,4 +138,54 @@ bool cd_colour_constraints(cd_instance *inst)
     free(sizes);
     free(colour_of);
     return ok;
+}
+
+/* Tetrahedra (a soft body's material, material.c) the same way: a tet
+ * takes the first colour none of whose tets shares one of its 4 vertices,
+ * 64 colours a round. */
+uint32_t cd_colour_tets(const uint32_t *tets, uint32_t count, uint32_t vertex_count,
+                        uint32_t *order, cd_colour *colours)
+{
+    uint64_t *mask = malloc(sizeof(uint64_t) * (vertex_count ? vertex_count : 1));
+    uint32_t *colour_of = malloc(sizeof(uint32_t) * (count ? count : 1));
+    if (mask == NULL || colour_of == NULL) {
+        free(mask);
+        free(colour_of);
+        return 0;
+    }
+    uint32_t left = count, total = 0;
+    for (uint32_t t = 0; t < count; t++)
+        colour_of[t] = UINT32_MAX;
+    for (uint32_t round = 0; left > 0; round++) {
+        memset(mask, 0, sizeof(uint64_t) * vertex_count);
+        for (uint32_t t = 0; t < count; t++) {
+            if (colour_of[t] != UINT32_MAX)
+                continue;
+            const uint32_t *q = &tets[4 * t];
+            const uint64_t taken = mask[q[0]] | mask[q[1]] | mask[q[2]] | mask[q[3]];
+            if (taken == UINT64_MAX)
+                continue; /* the next round */
+            const uint32_t bit = (uint32_t)__builtin_ctzll(~taken);
+            for (int k = 0; k < 4; k++)
+                mask[q[k]] |= 1ull << bit;
+            colour_of[t] = round * ROUND_COLOURS + bit;
+            total = colour_of[t] + 1 > total ? colour_of[t] + 1 : total;
+            left--;
+        }
+    }
+    free(mask);
+    for (uint32_t k = 0; k < total; k++)
+        colours[k] = (cd_colour){.begin = 0, .count = 0};
+    for (uint32_t t = 0; t < count; t++)
+        colours[colour_of[t]].count++;
+    for (uint32_t k = 1; k < total; k++)
+        colours[k].begin = colours[k - 1].begin + colours[k - 1].count;
+    for (uint32_t k = 0; k < total; k++)
+        colours[k].count = 0; /* fill counts */
+    for (uint32_t t = 0; t < count; t++) {
+        cd_colour *c = &colours[colour_of[t]];
+        order[c->begin + c->count++] = t;
+    }
+    free(colour_of);
+    return total;
 }

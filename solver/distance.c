@@ -85,8 +85,7 @@ bool cd_refresh_compliance_scale(cd_instance *inst)
     cd_constraints *c = &inst->coloured;
     const float *stretch = inst->paint[CD_PAINT_STRETCH_COMPLIANCE_SCALE];
     const float *bend = inst->paint[CD_PAINT_BEND_COMPLIANCE_SCALE];
-    const bool material = cd_material_active(inst);
-    if (stretch == NULL && bend == NULL && !material) {
+    if (stretch == NULL && bend == NULL) {
         free(c->compliance_scale);
         c->compliance_scale = NULL;
         return true;
@@ -106,7 +105,7 @@ bool cd_refresh_compliance_scale(cd_instance *inst)
                  s++)
                 c->compliance_scale[s] = 0.5f * (paint[c->a[s]] + paint[c->b[s]]);
     }
-    return !material || cd_material_edge_factors(inst, c->compliance_scale);
+    return true;
 }
 
 /* ---- the path, chosen once ------------------------------------------------ */
@@ -182,6 +181,7 @@ void cd_stage_reset_multipliers(cd_instance *inst)
     }
     for (uint32_t t = 0; t < inst->tet_count; t++)
         inst->tets[t].lambda = 0.0f;
+    cd_material_reset_multipliers(inst);
 }
 
 /* One colour of one group, and the projection's parameter. */
@@ -219,6 +219,8 @@ static void colour_block(cd_instance *inst, const void *ctx, uint32_t block)
 
 void cd_stage_solve_distances(cd_instance *inst, float h)
 {
+    if (cd_material_active(inst))
+        return; /* a material's edges are no springs: its tets hold it (material.c) */
     const float inv_h2 = 1.0f / (h * h);
     colour_job job = {.path = active_path};
     for (int g = 0; g < CD_GROUP_COUNT; g++) {

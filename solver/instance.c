@@ -96,7 +96,7 @@ size_t cd_instance_memory(const cd_instance *inst)
                                        (sizeof(uint32_t) + sizeof(float) + sizeof(cd_heap_entry)) +
                                    n * sizeof(cd_heap_entry)
                              : 0) +
-           cd_self_collision_memory(inst) + cd_skin_memory(inst) +
+           cd_self_collision_memory(inst) + cd_skin_memory(inst) + cd_material_memory(inst) +
            (size_t)inst->pin_cap * sizeof(cd_pin) +
            (size_t)inst->collider_slots * sizeof(cd_collider) +
            (inst->team ? cd_team_memory() + cd_particle_blocks(inst) * (sizeof(float) + 1) : 0);

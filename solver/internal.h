@@ -98,6 +98,18 @@ typedef struct cd_tet {
     float lambda;
 } cd_tet;
 
+/* A tetrahedron of a soft body with a material (material.c): its vertices,
+ * the inverse of its rest edge matrix Dm = [x1-x0, x2-x0, x3-x0] (row
+ * major), its rest volume and the XPBD multipliers of its deviatoric and
+ * volume constraints. Stored colour by colour. */
+typedef struct cd_element {
+    uint32_t v[4];
+    float inv_rest[9];
+    float rest_volume;
+    float lambda_dev, lambda_vol;
+} cd_element;
+_Static_assert(sizeof(cd_element) == 64, "an element is one cache line");
+
 /* A particle in the self-collision hash, with the cell it lies in. */
 typedef struct cd_hash_entry {
     int32_t x, y, z;
@@ -182,6 +194,12 @@ struct cd_instance {
     float rest_volume;
     uint32_t *triangles;
     uint32_t triangle_count;
+    /* A soft body with a material (material.c; NULL until youngsModulus is
+     * first given): its tets as elements, colour by colour, and the
+     * colours (ranges of `elements` that share no vertex). */
+    cd_element *elements;
+    cd_colour *element_colours;
+    uint32_t element_colour_count;
     /* Mesh cloth: the UVs it was given (NULL: none), and its edges as a
      * graph (CSR, rest lengths) with the scratch of the geodesic search
      * that places its tethers (pins.c). */
@@ -297,16 +315,27 @@ cd_xpbd_kernel cd_solve_xpbd_scalar;
 /* XPBD with each slot's alpha~ times compliance_scale[slot] (painted
  * compliance, scalar only). */
 cd_xpbd_kernel cd_solve_xpbd_scaled_scalar;
-/* Recomputes compliance_scale from the painted compliance scales and a
- * soft body's material (frees it when neither applies); false on out of
- * memory. */
+/* Recomputes compliance_scale from the painted compliance scales (frees
+ * it when there are none); false on out of memory. */
 bool cd_refresh_compliance_scale(cd_instance *inst);
-/* A soft body given youngsModulus (material.c): its edges' factors
- * l^2 / (c V_e) multiplied into `scale` (per slot), and its tets' bulk
- * compliance per unit rest volume, 1/K. */
+/* A soft body given youngsModulus (material.c): its tets are continuum
+ * elements (a shape and a volume constraint each) and its edges no
+ * springs. Active once cd_material_reserve has built the elements and
+ * their colours (false on out of memory; done at creation or by `set`);
+ * cd_material_memory counts them; cd_stage_solve_material runs one
+ * Gauss-Seidel pass over them, colour after colour (in blocks with a
+ * team); cd_material_reset_multipliers starts a substep. */
 bool cd_material_active(const cd_instance *inst);
-bool cd_material_edge_factors(const cd_instance *inst, float *scale);
-float cd_material_bulk_compliance(const cd_instance *inst);
+bool cd_material_reserve(cd_instance *inst);
+size_t cd_material_memory(const cd_instance *inst);
+void cd_material_reset_multipliers(cd_instance *inst);
+void cd_stage_solve_material(cd_instance *inst, float h);
+/* Colours `count` >= 1 tets (4 vertex indices each, of `vertex_count`
+ * vertices) greedily in order: order[] gets the tets colour by colour (in
+ * their order within a colour), colours[] the ranges (at most `count`);
+ * returns the number of colours, 0 on out of memory (colour.c). */
+uint32_t cd_colour_tets(const uint32_t *tets, uint32_t count, uint32_t vertex_count,
+                        uint32_t *order, cd_colour *colours);
 #if defined(__x86_64__) || defined(__i386__)
 #define CD_HAVE_AVX2_KERNELS 1
 cd_seed_kernel cd_solve_seed_avx2;

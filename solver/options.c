@@ -514,8 +514,6 @@ void cd_apply_options(cd_instance *inst, const cd_cloth_def *def)
     g[CD_GROUP_STRETCH].compliance = def->stretch_compliance;
     g[CD_GROUP_SHEAR].compliance = def->stretch_compliance;
     g[CD_GROUP_BEND].compliance = def->bend_compliance;
-    if (cd_material_active(inst)) /* 1/E, times each edge's factor (material.c) */
-        g[CD_GROUP_STRETCH].compliance = 1.0f / def->youngs_modulus;
     if (inst->coloured.colours != NULL && inst->type == CD_INSTANCE_SOFTBODY)
         cd_refresh_compliance_scale(inst); /* out of memory: the old factors stay */
 
@@ -548,6 +546,10 @@ cd_status cd_instance_configure_ex(cd_instance *inst, const cd_cloth_def *def,
     if (def->self_distance > 0.0f && !cd_self_collision_reserve(inst))
         return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "selfDistance",
                          "out of memory for self-collision's buffers");
+    if (inst->type == CD_INSTANCE_SOFTBODY && def->youngs_modulus > 0.0f &&
+        !cd_material_reserve(inst))
+        return cd_fault_set(fault, CD_E_INTERNAL, CD_FAULT_MEMORY, "youngsModulus",
+                            "out of memory for the material's elements");
     cd_apply_options(inst, def);
     return CD_OK;
 }

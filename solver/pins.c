@@ -389,7 +389,8 @@ static void tether_block(cd_instance *inst, const void *ctx, uint32_t block)
 
 void cd_stage_solve_tethers(cd_instance *inst)
 {
-    if (!inst->def.tethers || inst->pin_count == 0)
+    /* A material's stretch is its Young's modulus' (material.c). */
+    if (!inst->def.tethers || inst->pin_count == 0 || cd_material_active(inst))
         return;
     cd_team_run(inst, tether_block, NULL, cd_particle_blocks(inst));
 }

@@ -20,10 +20,10 @@
  * scene and lifetime there; the solver never reads it, and an instance
  * without one writes no field, so such files keep their bytes). What is rebuilt instead: whatever the builders derive from the
  * options and the rest shape (constraints, their colouring, groups, the
- * team, a soft body's neighbours and surface), and what every step resets
- * before reading it (XPBD multipliers, contact depths, the self-collision
- * hash and pairs, which the first substep searches afresh, the guard's
- * block results).
+ * team, a soft body's neighbours, surface and material elements), and
+ * what every step resets before reading it (XPBD multipliers, contact
+ * depths, the self-collision hash and pairs, which the first substep
+ * searches afresh, the guard's block results).
  *
  * How to add a field to cd_instance (or cd_collider, cd_pin): decide
  * whether the step reads it before writing it (then save it) or the
@@ -59,7 +59,7 @@
 /* sizeof(cd_instance) on x86-64, less its options (saved by their table
  * rows, so a new option needs nothing here), when snapshot.c was last
  * brought up to date. */
-#define CD_SNAPSHOT_INSTANCE_SIZE 1696
+#define CD_SNAPSHOT_INSTANCE_SIZE 1720
 
 /* ---- the options, by their table rows -------------------------------------- */
 

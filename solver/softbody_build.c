@@ -86,6 +86,8 @@ bool cd_softbody_build(cd_instance *inst, const cd_tet_mesh *mesh, const cd_clot
     inst->def.right = cd_v3(1, 0, 0);
     inst->def.down = cd_v3(0, -1, 0);
     cd_apply_options(inst, options);
+    if (options->youngs_modulus > 0.0f && !cd_material_reserve(inst))
+        return false;
     inst->enabled = true;
     /* selfDistance beyond the shortest edge is refused by the caller
      * (cd_world_create_softbody_ex) before any buffer is reserved. */

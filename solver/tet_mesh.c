@@ -2,13 +2,21 @@
  * and ball generators, and what a mesh derives once at creation (unique
  * edges, surface triangles, signed volumes).
  *
- * Box: a grid of nx x ny x nz cubes, each split into the 6 tetrahedra of
- * the Kuhn (Freudenthal) subdivision around its main diagonal. Every cube
- * is split the same way, so neighbouring cubes agree on their shared face
- * diagonals and the mesh is conforming. Ball: the tetrahedra of a box grid
- * over the ball's bounding cube whose centroids lie inside the ball, and
- * then its surface vertices moved onto the sphere (smooth_ball_surface):
- * the carved lattice alone is faceted and spiky, like crumpled paper. */
+ * Box: a grid of nx x ny x nz cubes, each split into 5 tetrahedra: a
+ * central one on four of the cube's corners no two of which share an edge,
+ * and the four corner tets around it. Cubes alternate, mirrored in x when
+ * x + y + z is odd, so that every face diagonal joins two vertices of odd
+ * x + y + z and neighbouring cubes agree (the mesh is conforming). Linear
+ * tets are too stiff in bending (they lock), and how much depends on the
+ * split: a cantilever of 4 cells across deflected 0.79 of the beam formula
+ * with 6 Kuhn tets per cube (all alike), 0.86 with Kuhn's split mirrored
+ * cube by cube and 0.89 with this one (a static linear finite-element
+ * solve of each split; tests/test_solver_material.c, PROTOCOL.md).
+ * Ball: the tetrahedra of a grid over the ball's bounding cube split as
+ * Kuhn's 6 around each cube's main diagonal (every cube alike), whose
+ * centroids lie inside the ball, and then its surface vertices moved onto
+ * the sphere (smooth_ball_surface): the carved lattice alone is faceted and
+ * spiky, like crumpled paper. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,19 +77,28 @@ cd_status cd_tet_mesh_validate(const float *vertices, uint32_t vertex_count,
 
 /* ---- generators ----------------------------------------------------------- */
 
+/* Corner bits: x = 1, y = 2, z = 4. */
 static const int kuhn[6][4] = {
-    /* corner bits: x = 1, y = 2, z = 4; every tet runs from corner 0 to 7 */
+    /* every tet runs from corner 0 to 7 */
     {0, 1, 3, 7}, {0, 1, 5, 7}, {0, 2, 3, 7}, {0, 2, 6, 7}, {0, 4, 5, 7}, {0, 4, 6, 7},
 };
+static const int five[5][4] = {
+    /* the central tet on the corners of odd bit count, then the corners */
+    {1, 2, 4, 7}, {0, 1, 2, 4}, {3, 1, 2, 7}, {5, 1, 4, 7}, {6, 2, 4, 7},
+};
 
-/* Appends the 6 tets of cube (x, y, z), positively oriented. */
+typedef enum cube_split { SPLIT_KUHN, SPLIT_FIVE } cube_split;
+
+/* Appends the tets of cube (x, y, z), positively oriented. */
 static void push_cube(uint32_t *tets, uint32_t *n, const float *verts, uint32_t nx, uint32_t ny,
-                      uint32_t x, uint32_t y, uint32_t z)
+                      uint32_t x, uint32_t y, uint32_t z, cube_split split)
 {
-    for (int t = 0; t < 6; t++) {
+    const int count = split == SPLIT_KUHN ? 6 : 5;
+    const int mirror = split == SPLIT_FIVE && ((x + y + z) & 1u) ? 1 : 0;
+    for (int t = 0; t < count; t++) {
         uint32_t q[4];
         for (int k = 0; k < 4; k++) {
-            int c = kuhn[t][k];
+            const int c = (split == SPLIT_KUHN ? kuhn[t][k] : five[t][k]) ^ mirror;
             q[k] = ((z + ((c >> 2) & 1)) * (ny + 1) + (y + ((c >> 1) & 1))) * (nx + 1) +
                    (x + (c & 1));
         }
@@ -115,8 +132,8 @@ static bool grid_vertices(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny
     return true;
 }
 
-cd_status cd_mesh_box(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny, uint32_t nz,
-                      cd_tet_mesh *out)
+static cd_status split_box(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny, uint32_t nz,
+                           cube_split split, cd_tet_mesh *out)
 {
     *out = (cd_tet_mesh){0};
     if (nx < 1 || ny < 1 || nz < 1 || nx > 64 || ny > 64 || nz > 64 || !(size.x > 0.0f) ||
@@ -134,8 +151,14 @@ cd_status cd_mesh_box(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny, ui
     for (uint32_t z = 0; z < nz; z++)
         for (uint32_t y = 0; y < ny; y++)
             for (uint32_t x = 0; x < nx; x++)
-                push_cube(out->tets, &out->tet_count, out->vertices, nx, ny, x, y, z);
+                push_cube(out->tets, &out->tet_count, out->vertices, nx, ny, x, y, z, split);
     return CD_OK;
+}
+
+cd_status cd_mesh_box(cd_vec3 origin, cd_vec3 size, uint32_t nx, uint32_t ny, uint32_t nz,
+                      cd_tet_mesh *out)
+{
+    return split_box(origin, size, nx, ny, nz, SPLIT_FIVE, out);
 }
 
 /* Smallest tet volume a smoothed ball keeps, as a fraction of a lattice
@@ -218,8 +241,8 @@ cd_status cd_mesh_ball(cd_vec3 centre, float radius, uint32_t resolution, cd_tet
         return CD_E_INVALID_ARGUMENT;
     cd_tet_mesh box;
     const float d = 2.0f * radius;
-    cd_status st = cd_mesh_box(cd_v3_sub(centre, cd_v3(radius, radius, radius)), cd_v3(d, d, d),
-                               resolution, resolution, resolution, &box);
+    cd_status st = split_box(cd_v3_sub(centre, cd_v3(radius, radius, radius)), cd_v3(d, d, d),
+                             resolution, resolution, resolution, SPLIT_KUHN, &box);
     if (st != CD_OK)
         return st;
     /* Keep the tets whose centroid is inside; then drop unused vertices. */

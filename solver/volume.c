@@ -5,7 +5,9 @@
  * vertex j, oriented towards j. A tet turned inside out has V < 0 and the
  * same projection pushes it back towards +V0: inverted tets recover.
  *   seed (compliance unset):  dl = -C / sum(w |g|^2) * volume_stiffness
- *   XPBD:                     dl = (-C - a~ l) / (sum(w |g|^2) + a~), a~ = a/h^2 */
+ *   XPBD:                     dl = (-C - a~ l) / (sum(w |g|^2) + a~), a~ = a/h^2
+ * A soft body with a material (youngsModulus) solves its tets as
+ * Neo-Hookean elements instead (material.c). */
 #include "internal.h"
 #include "vec3.h"
 
@@ -17,19 +19,19 @@ void cd_stage_solve_volumes(cd_instance *inst, float h)
 {
     if (inst->tet_count == 0)
         return;
-    /* A material (material.c): each tet's compliance is V0 / K. */
-    const bool material = cd_material_active(inst);
-    const float per_volume = material ? cd_material_bulk_compliance(inst) / (h * h) : 0.0f;
+    if (cd_material_active(inst)) { /* its tets are Neo-Hookean elements */
+        cd_stage_solve_material(inst, h);
+        return;
+    }
     const float compliance = inst->def.volume_compliance;
-    const bool xpbd = material || compliance >= 0.0f;
-    const float shared = xpbd && !material ? compliance / (h * h) : 0.0f;
+    const bool xpbd = compliance >= 0.0f;
+    const float alpha = xpbd ? compliance / (h * h) : 0.0f;
     const float k = inst->def.volume_stiffness;
     float *pos = inst->pos;
     const float *w = inst->inv_mass;
 
     for (uint32_t t = 0; t < inst->tet_count; t++) {
         cd_tet *tet = &inst->tets[t];
-        const float alpha = material ? per_volume * tet->rest_volume : shared;
         cd_vec3 x[4], g[4];
         for (int j = 0; j < 4; j++)
             x[j] = cd_v3_load(&pos[3 * tet->v[j]]);

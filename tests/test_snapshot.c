@@ -86,7 +86,7 @@ static cd_world *busy_world(cd_id ids[3])
     cd_tet_mesh mesh;
     cr_assert_eq(cd_mesh_ball(fx_v3(-2, 1, 0), 0.4f, 3, &mesh), CD_OK);
     cd_cloth_def soft = cd_default_softbody_options();
-    soft.youngs_modulus = 2e5f; /* a material (issue 10): per-edge compliances, derived again */
+    soft.youngs_modulus = 2e5f; /* a material (issue 10): its elements, derived again */
     soft.volume_compliance = 1e-7f;
     cr_assert_eq(cd_world_create_softbody(world, &mesh, &soft, &ids[2]), CD_OK);
     cd_mesh_free(&mesh);

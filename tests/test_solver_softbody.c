@@ -36,8 +36,8 @@ Test(solver_softbody, box_generator_fills_the_box_with_positive_tets)
     cd_tet_mesh m;
     cr_assert_eq(cd_mesh_box(fx_v3(1, 2, 3), fx_v3(0.6f, 0.4f, 0.2f), 3, 2, 1, &m), CD_OK);
     cr_assert_eq(m.vertex_count, 4u * 3u * 2u);
-    cr_assert_eq(m.tet_count, 6u * 3u * 2u * 1u);
-    /* The Kuhn split fills the box exactly: volume within float rounding. */
+    cr_assert_eq(m.tet_count, 5u * 3u * 2u * 1u);
+    /* The 5-tet split fills the box exactly: volume within float rounding. */
     cr_assert_float_eq(mesh_volume(&m), 0.6 * 0.4 * 0.2, 1e-6);
     cd_mesh_fault fault;
     cr_assert_eq(cd_tet_mesh_validate(m.vertices, m.vertex_count, m.tets, m.tet_count, &fault), CD_OK);

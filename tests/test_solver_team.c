@@ -91,6 +91,32 @@ static cd_instance *large_garment(cd_world *world)
     return inst;
 }
 
+/* A soft box of 16^3 = 4,096 vertices with a material (solver/material.c:
+ * its tets solved colour by colour in blocks), pinned along one edge of
+ * its top, falling onto a floor and swinging. */
+static cd_instance *large_soft_body(cd_world *world)
+{
+    cd_tet_mesh m;
+    cr_assert_eq(cd_mesh_box(fx_v3(-0.3f, 0.4f, -0.3f), fx_v3(0.6f, 0.6f, 0.6f), 15, 15, 15, &m),
+                 CD_OK);
+    cd_cloth_def def = cd_default_softbody_options();
+    def.youngs_modulus = 2e4f;
+    def.poisson_ratio = 0.4f;
+    def.substeps = 2;
+    def.solver_iterations = 2;
+    def.sleep_threshold = 0.0f;
+    cd_id id;
+    cr_assert_eq(cd_world_create_softbody(world, &m, &def, &id), CD_OK);
+    cd_instance *inst = cd_world_get(world, id);
+    for (uint32_t i = 0; i < m.vertex_count; i++)
+        if (m.vertices[3 * i + 1] > 0.999f && m.vertices[3 * i + 2] < -0.299f)
+            cr_assert_eq(cd_instance_pin(inst, i, NULL), CD_OK);
+    cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
+    cr_assert_eq(cd_instance_add_collider(inst, &floor, &id), CD_OK);
+    cd_mesh_free(&m);
+    return inst;
+}
+
 static void sway(cd_instance *inst, int step)
 {
     const uint32_t n = cd_instance_particle_count(inst);
@@ -120,7 +146,10 @@ static void team_run(cd_job *job)
         tj->helped = cd_instance_help_step(tj->inst, tj->ticket);
 }
 
-static uint64_t run_large(int helpers, bool compliant, bool coupled, bool garment,
+/* What run_large steps. */
+typedef enum large_kind { LARGE_CURTAIN, LARGE_GARMENT, LARGE_SOFT } large_kind;
+
+static uint64_t run_large(int helpers, bool compliant, bool coupled, large_kind kind,
                           uint64_t *helped);
 
 /* Steps a fresh curtain TEAM_STEPS times, the leader and `helpers` helper
@@ -128,15 +157,18 @@ static uint64_t run_large(int helpers, bool compliant, bool coupled, bool garmen
  * and returns the hash of every step's positions chained. */
 static uint64_t run_curtain(int helpers, bool compliant, bool coupled, uint64_t *helped)
 {
-    return run_large(helpers, compliant, coupled, false, helped);
+    return run_large(helpers, compliant, coupled, LARGE_CURTAIN, helped);
 }
 
-static uint64_t run_large(int helpers, bool compliant, bool coupled, bool garment,
+static uint64_t run_large(int helpers, bool compliant, bool coupled, large_kind kind,
                           uint64_t *helped)
 {
     *helped = 0;
     cd_world *world = fx_world();
-    cd_instance *inst = garment ? large_garment(world) : large_curtain(world, compliant, coupled);
+    const bool garment = kind == LARGE_GARMENT;
+    cd_instance *inst = kind == LARGE_SOFT ? large_soft_body(world)
+                        : garment          ? large_garment(world)
+                                           : large_curtain(world, compliant, coupled);
     cd_pool *pool = helpers >= 0 ? cd_pool_create((unsigned)helpers + 1, 8, NULL, NULL) : NULL;
     uint64_t chain = 0;
     for (int step = 0; step < TEAM_STEPS; step++) {
@@ -191,9 +223,23 @@ Test(solver_team, a_large_skinned_garment_should_step_to_the_same_bits_with_0_to
      .timeout = 120)
 {
     uint64_t helped = 0, helped_in_all = 0;
-    const uint64_t alone = run_large(-1, false, false, true, &helped);
+    const uint64_t alone = run_large(-1, false, false, LARGE_GARMENT, &helped);
     for (int helpers = 1; helpers <= 3; helpers += 2) {
-        cr_assert_eq(run_large(helpers, false, false, true, &helped), alone,
+        cr_assert_eq(run_large(helpers, false, false, LARGE_GARMENT, &helped), alone,
+                     "%d helpers differ from a serial step", helpers);
+        helped_in_all += helped;
+    }
+    cr_assert_gt(helped_in_all, 0u, "no helper ran a block");
+}
+
+/* A soft body with a material: its tets' colours run in blocks. */
+Test(solver_team, a_large_material_soft_body_should_step_to_the_same_bits_with_0_to_3_helpers,
+     .timeout = 120)
+{
+    uint64_t helped = 0, helped_in_all = 0;
+    const uint64_t alone = run_large(-1, false, false, LARGE_SOFT, &helped);
+    for (int helpers = 0; helpers <= 3; helpers++) {
+        cr_assert_eq(run_large(helpers, false, false, LARGE_SOFT, &helped), alone,
                      "%d helpers differ from a serial step", helpers);
         helped_in_all += helped;
     }

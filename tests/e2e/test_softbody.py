@@ -47,6 +47,34 @@ class SoftBodyTest(ServerTestCase):
         text = self.c.status()["text"]
         self.assertIn(f"  Soft body {sid}: 215 particles, 1768 constraints, 1 colliders", text)
 
+    def cantilever(self, youngs):
+        """A 1 x 0.1 x 0.1 m beam of 1000 kg/m^3, 20 x 2 x 1 cells, its x = 0
+        face pinned, damped to rest under its own weight with a converged
+        budget (solver/material.c): its free end's mean drop over w L^4 / (8 E I)."""
+        sid = self.c.request("create", type="softbody", shape="box", size=[1, 0.1, 0.1],
+                             cells=[20, 2, 1], origin=[0, -0.05, -0.05], mass=10,
+                             youngsModulus=youngs, poissonRatio=0.3, substeps=64,
+                             solverIterations=8, velocityRetention=1e-12, sleepThreshold=0,
+                             tethers=False)["instance"]
+        # Vertex (x, y, z) of the 21 x 3 x 2 lattice is (z * 3 + y) * 21 + x.
+        ends = [(z * 3 + y) * 21 for z in range(2) for y in range(3)]
+        self.c.pin(sid, ends)
+        for _ in range(36):
+            self.c.step(1 / 120, instances=[sid])
+        positions = self.c.get(sid).positions
+        drop = -sum(positions[i + 20][1] for i in ends) / len(ends)
+        formula = 1000 * 9.81 * 0.01 * 1.0 / (8 * youngs * 0.1 ** 4 / 12)
+        self.c.request("destroy", instance=sid)
+        return drop / formula
+
+    def test_a_material_beam_should_bend_as_its_youngs_modulus_says(self):
+        soft, stiff = self.cantilever(3e7), self.cantilever(6e7)
+        # 2 cells across its depth lock to 0.70 of the formula (PROTOCOL.md,
+        # youngsModulus); twice the modulus, half the drop.
+        self.assertGreater(soft, 0.6)
+        self.assertLess(soft, 0.8)
+        self.assertAlmostEqual(stiff / soft, 1.0, delta=0.1)
+
     def test_topology_should_give_grid_triangles_and_uvs_for_cloth(self):
         cid = self.c.create_cloth(width=3, height=2)
         topo = self.c.request("topology", instance=cid)
