@@ -323,8 +323,11 @@ static void announce_load(cd_server *server, cd_conn *conn, const cd_id *old, ui
         if (cd_world_get(server->world, old[i]) == NULL)
             cd_dispatch_forget_instance(server, old[i]);
     }
+    /* An instance restored in place (restore) keeps its scene and its tie;
+     * one that comes back from nothing joins its saved scene. */
     for (uint32_t i = 0; i < count; i++)
-        cd_scenes_adopt(server, ids[i], &loaded->tags[i], conn);
+        if (replace || cd_scenes_of(server, ids[i]) == NULL)
+            cd_scenes_adopt(server, ids[i], &loaded->tags[i], conn);
     for (cd_conn *c = server->conns; c != NULL; c = c->next)
         for (uint32_t i = 0; i < count && !c->closing; i++)
             if (c->sub_all || cd_conn_subscription(c, ids[i]) != NULL)

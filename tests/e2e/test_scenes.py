@@ -264,6 +264,24 @@ class LifetimeTest(ServerTestCase):
         self.c.request("scene", scene="empty-held", ephemeral=False)
         self.assertNotIn("empty-held", scenes_of(self.c))
 
+    def test_a_restore_in_place_keeps_the_scene_and_the_tie(self):
+        owner, viewer = self.client(), self.client()
+        i = owner.request("create", width=4, height=4, scene="reset", ephemeral=True,
+                          sleep_threshold=0)["instance"]
+        viewer.request("save", name="start", memory=True, scene="reset")
+        self.c.request("step", scene="reset")
+        loaded = viewer.request("load", name="start", memory=True, restore=True)
+        self.assertEqual(loaded["instances"], [i])
+        got = self.c.request("get", instance=i)
+        self.assertEqual((got["frame"], got["scene"], got["ephemeral"]), (0, "reset", True))
+        self.assertEqual(scenes_of(self.c)["reset"]["instances"], 1, "counted once")
+        viewer.close()  # the viewer restored it; it is still the owner's
+        time.sleep(0.3)
+        self.assertIn(i, self.status_ids(self.c))
+        owner.close()
+        wait_until(lambda: i not in self.status_ids(self.c), what="gone with its owner")
+        self.assertNotIn("reset", scenes_of(self.c))
+
     def test_closing_in_the_middle_of_multi_instance_steps_destroys_after_the_step(self):
         """The owner closes while its instances are being stepped (by its own
         batch and by another client's): they are destroyed once the batch is
