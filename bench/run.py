@@ -752,7 +752,7 @@ def print_depth(depth):
     if sub:
         print(f"4a. Equal cost: substeps x iterations = 8 (and the defaults: automatic substeps × 1 "
               f"now, 1×4 before issue 10), {DEPTH_N}² curtain, clothd's defaults otherwise")
-        print(f"    (stiffness 0.9, damping 0.01/step, aero wind, still air), top row pinned. Hanging: "
+        print(f"    (stiffness 0.9, velocity retention 0.547/s, aero wind, still air), top row pinned. Hanging: "
               f"created hanging, strain after {DEPTH_STEPS} steps,")
         print(f"    thread-CPU µs/step over the last {DEPTH_STEPS // 2}. Swinging: created horizontal, "
               f"peak strain over {SWING_STEPS} steps (10 s)")
@@ -792,7 +792,8 @@ def print_depth(depth):
         print()
     de = depth.get("defaults", [])
     if de:
-        print(f"4c. {DEPTH_N}² curtain, 4 iterations, 1 substep, top row pinned: max structural strain")
+        print(f"4c. {DEPTH_N}² curtain, top row pinned: max structural strain (clothd's default stepping; "
+              f"the seed's solver at its 1 substep × 4)")
         rows = []
         for r in de:
             name = {"defaults": "defaults (tethers)", "no tethers": "defaults, tethers off",
