@@ -78,8 +78,10 @@ class StepBurstTest(unittest.TestCase):
         viewer, game = srv.client(timeout=60), srv.client(timeout=60)
         self.addCleanup(viewer.close)
         self.addCleanup(game.close)
-        # About 0.1 s a step: the game's step surely arrives during it.
-        big = viewer.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=64)
+        # 16384 particles x 256 passes, 25 M projections: 40-80 ms a step even
+        # split over two idle cores, so the game's step surely arrives during
+        # it (64 passes took 12 ms on an idle machine: the test raced).
+        big = viewer.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=256)
         viewer.pin(big, list(range(128)))
         viewer.request("enable", instance=big, enabled=False)
         for k in range(3):
@@ -102,9 +104,10 @@ class StepBurstTest(unittest.TestCase):
         stepper, other = srv.client(timeout=60), srv.client(timeout=60)
         self.addCleanup(stepper.close)
         self.addCleanup(other.close)
-        big = stepper.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=64)
-        # Three steps pipelined: the other client's get, parked on the first,
-        # runs before the second, not after the third.
+        big = stepper.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=256)
+        # Three steps pipelined (each 40-80 ms: see above): the other client's
+        # get, parked on the first, runs before the second, not after the
+        # third.
         stepper.send_raw(b"".join((json.dumps({"id": i, "cmd": "step", "dt": DT, "instances": [big]}) + "\n").encode()
                                   for i in range(3)))
         time.sleep(0.02)
