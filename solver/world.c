@@ -177,12 +177,16 @@ static cd_status create_tearable_grid(cd_world *world, const cd_cloth_def *def, 
     layout.tear_strain = 0.0f;
     layout.self_distance = 0.0f;
     float *uvs = malloc(sizeof(float) * 2u * n);
+    float *vertices = malloc(sizeof(float) * 3u * n);
     uint32_t *tris = malloc(sizeof(uint32_t) * 6u * (w - 1) * (h - 1));
     cd_status st = CD_E_INTERNAL;
-    if (grid != NULL && uvs != NULL && tris != NULL && cd_cloth_build(grid, &layout) &&
-        cd_instance_uvs(grid, uvs)) {
+    if (grid != NULL && uvs != NULL && vertices != NULL && tris != NULL &&
+        cd_cloth_build(grid, &layout) && cd_instance_uvs(grid, uvs)) {
         const uint32_t m = cd_instance_triangles(grid, tris, (w - 1) * (h - 1) * 2);
-        const cd_tri_mesh mesh = {.vertices = grid->pos, .vertex_count = n, .triangles = tris,
+        /* The grid lays itself out around its anchor (anchor.c): the mesh
+         * takes world positions. */
+        cd_instance_copy_positions(grid, vertices);
+        const cd_tri_mesh mesh = {.vertices = vertices, .vertex_count = n, .triangles = tris,
                                   .triangle_count = m, .uvs = uvs};
         st = cd_world_create_mesh_cloth_ex(world, &mesh, def, out_id, fault);
     } else {
@@ -191,6 +195,7 @@ static cd_status create_tearable_grid(cd_world *world, const cd_cloth_def *def, 
     }
     cd_instance_free(grid);
     free(uvs);
+    free(vertices);
     free(tris);
     return st;
 }

@@ -340,6 +340,15 @@ class TearingTest(ServerTestCase):
         self.assertEqual(events[-1]["instance"], cid)
         self.assertEqual(events[-1]["triangles"], len(t["triangles"]) // 3)
 
+    def test_a_tearable_grid_is_laid_out_where_its_origin_says(self):
+        cid = self.c.create_cloth(width=4, height=3, spacing=0.5, origin=[20.3, 5, -7],
+                                  tearStrain=0.3)
+        p = self.c.get(cid).positions
+        self.assertAlmostEqual(p[0][0], 20.3, places=4)
+        self.assertAlmostEqual(p[0][1], 5.0, places=4)
+        self.assertAlmostEqual(p[0][2], -7.0, places=4)
+        self.assertAlmostEqual(p[11][0], 21.8, places=4)
+
     def test_the_frame_of_a_step_that_tore_carries_the_new_particles(self):
         """Tearing runs after the step, so the frames the workers encoded
         held the particles before it; a page drawing the newest frame with
