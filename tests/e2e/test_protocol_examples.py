@@ -57,7 +57,11 @@ def commands_section(text: str) -> str:
 def examples(text: str):
     """[(id, request line, [expected '< ' payloads])] from every code block."""
     out = []
-    for block in re.findall(r"```\n(.*?)```", commands_section(text), re.S):
+    # Fences are matched whole, language tag and all: a "```text" block's
+    # closing fence must not open the next example.
+    for lang, block in re.findall(r"^```(\w*)\n(.*?)^```", commands_section(text), re.S | re.M):
+        if lang:
+            continue
         current = None
         others = False
         for line in block.splitlines():

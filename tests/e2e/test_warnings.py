@@ -144,3 +144,27 @@ class EnumMessagesTest(ServerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HelloFeaturesTest(unittest.TestCase):
+    def test_hello_lists_features_and_the_servers_limits(self):
+        srv = fresh_server(self, "--max-instances", "7", "--max-line", "65536")
+        c = srv.client()
+        self.addCleanup(c.close)
+        reply = send_line(c, '{"cmd":"hello"}')
+        self.assertEqual(reply["features"], ["warnings", "strict", "scenes", "ephemeral",
+                                             "softbody", "mesh", "skin", "budget"],
+                         "no --data-dir: no snapshots or recording")
+        self.assertEqual(reply["limits"]["instances"], 7)
+        self.assertEqual(reply["limits"]["lineBytes"], 65536)
+        self.assertEqual(set(reply["limits"]), {"lineBytes", "outputBytes", "frameBytes", "connections",
+                                                "instances", "particlesPerInstance", "particles",
+                                                "stepWork"})
+
+    def test_a_data_dir_adds_snapshots_and_recording(self):
+        with tempfile.TemporaryDirectory() as data:
+            srv = fresh_server(self, "--data-dir", data)
+            c = srv.client()
+            self.addCleanup(c.close)
+            features = send_line(c, '{"cmd":"hello"}')["features"]
+            self.assertEqual(features[-2:], ["snapshots", "recording"])
