@@ -70,7 +70,7 @@ typedef struct cd_cloth_def {
     int32_t width;             /* particles along `right`, >= 2 */
     int32_t height;            /* particles along `down`, >= 2 */
     float spacing;             /* rest distance of neighbours, metres, > 0 */
-    float mass;                /* total mass, kg, spread evenly, > 0 */
+    float mass;                /* total mass, kg, lumped by area, > 0 */
     float stiffness;           /* structural, 0..1; shear uses 0.8x this */
     float bend_stiffness;      /* skip-one bending, 0..1 */
     float damping;             /* per step, 0..1; read only while velocity_retention is unset */

@@ -67,6 +67,19 @@ static inline cd_cloth_def fx_seed_def(void)
     return d;
 }
 
+/* A grid particle's mass as the builder lumps it (solver/options.c): a
+ * third of each adjacent triangle, the grid's cells split tl-bl-tr and
+ * tr-bl-br, so a cell hands its tl and br corners one sixth of its mass
+ * and its bl and tr corners two. */
+static inline double fx_grid_mass(uint32_t w, uint32_t h, double total, uint32_t i)
+{
+    const uint32_t x = i % w, y = i / w;
+    const bool left = x > 0, right = x + 1 < w, up = y > 0, below = y + 1 < h;
+    const int sixths = (left && up) * 1 + (right && up) * 2 + (left && below) * 2 +
+                       (right && below) * 1;
+    return total * sixths / (6.0 * (w - 1) * (h - 1));
+}
+
 static inline cd_vec3 fx_pos(const cd_instance *inst, uint32_t i)
 {
     return cd_instance_position(inst, i);

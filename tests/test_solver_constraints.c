@@ -251,7 +251,7 @@ Test(solver_constraints, unpinned_cloth_should_fall_with_its_centre_of_mass_at_g
      * momentum, so with every particle back at its own mass the centre of
      * mass falls at exactly g from then on, however the cloth wobbles. A
      * wrong inverse mass on the unpinned particle breaks this. Masses are
-     * lumped by area: interior 1, edge 1/2, corner 1/4 (relative). */
+     * lumped by triangles (fx_grid_mass). */
     cd_world *world = fx_world();
     cd_cloth_def def = cd_default_cloth_def();
     def.damping = 0.0f;
@@ -266,8 +266,7 @@ Test(solver_constraints, unpinned_cloth_should_fall_with_its_centre_of_mass_at_g
     for (int k = 0; k <= 20; k++) {
         double sum = 0.0, total = 0.0;
         for (uint32_t i = 0; i < 100; i++) {
-            const uint32_t x = i % 10, y = i / 10;
-            const double m = ((x > 0) + (x < 9)) * ((y > 0) + (y < 9)) / 4.0;
+            const double m = fx_grid_mass(10, 10, 1.0, i);
             sum += m * fx_pos(cloth, i).y;
             total += m;
         }

@@ -298,12 +298,10 @@ static cd_vec3 v3_sum(cd_vec3 a, cd_vec3 b)
     return fx_v3(a.x + b.x, a.y + b.y, a.z + b.z);
 }
 
-/* Particle k's mass: a quarter of each of its grid cells' share. */
+/* Particle k's mass: a third of each adjacent triangle's share. */
 static double sheet_mass(uint32_t k)
 {
-    const uint32_t x = k % 12, y = k / 12;
-    const double cells = ((x > 0) + (x < 11)) * ((y > 0) + (y < 11));
-    return SHEET_MASS * cells / (4.0 * 11 * 11);
+    return fx_grid_mass(12, 12, SHEET_MASS, k);
 }
 
 static void momenta(const cd_instance *sheet, cd_vec3 c, double p[3], double l[3], double com[3])
