@@ -81,9 +81,12 @@ class TokenTest(unittest.TestCase):
             times.append(time.monotonic() - t0)
         # The first reply is immediate; each later one waits for the pause
         # the previous failure started: 100, 200, 400 ms ... at most 2 s.
+        # The pause starts when the server refuses, before the reply reaches
+        # us, so a loaded machine shortens what we see by the reply's
+        # delivery (0.374 s of 0.4 measured once under load): 15% margins.
         self.assertLess(times[0], 0.09)
-        self.assertGreaterEqual(times[1], 0.09)
-        self.assertGreaterEqual(times[3], 0.38)
+        self.assertGreaterEqual(times[1], 0.085)
+        self.assertGreaterEqual(times[3], 0.34)
         self.assertGreaterEqual(times[8], 1.9)
         self.assertLess(times[8], 3.0)
         # Still unauthenticated after the failures; the 10th bad token closes.

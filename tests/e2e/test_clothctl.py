@@ -124,10 +124,10 @@ class ClothctlTest(ServerTestCase):
     def test_create_should_make_a_soft_ball_too(self):
         out = self.ok("create", "--type", "softbody", "--shape", "ball", "--radius", "0.3", "--resolution", "6",
                       "--center", "0", "1", "0")
-        self.assertRegex(out, r"^instance \d+: 215 particles, 1768 constraints\n$")
+        self.assertRegex(out, r"^instance \d+: 179 particles, 1504 constraints\n$")
         cid = int(out.split()[1].rstrip(":"))
-        self.assertIn(f"  Soft body {cid}: 215 particles", self.ok("status"))
-        self.assertTrue(self.ok("get", str(cid)).startswith(f"Soft body {cid}: 215 particles, frame 0"))
+        self.assertIn(f"  Soft body {cid}: 179 particles", self.ok("status"))
+        self.assertTrue(self.ok("get", str(cid)).startswith(f"Soft body {cid}: 179 particles, frame 0"))
         self.c.destroy(cid)
 
     def test_output_into_a_closed_pipe_should_not_be_an_error(self):

@@ -45,7 +45,7 @@ class SoftBodyTest(ServerTestCase):
         self.assertGreaterEqual(min(p[1] for p in positions), -1e-4)
         self.assertLess(min(p[1] for p in positions), 0.05)
         text = self.c.status()["text"]
-        self.assertIn(f"  Soft body {sid}: 215 particles, 1768 constraints, 1 colliders", text)
+        self.assertIn(f"  Soft body {sid}: 179 particles, 1504 constraints, 1 colliders", text)
 
     def cantilever(self, youngs):
         """A 1 x 0.1 x 0.1 m beam of 1000 kg/m^3, 20 x 2 x 1 cells, its x = 0
