@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // clothd viewer: connects to clothd over TCP, subscribes to every instance and
 // relays its binary frames unchanged to browsers over WebSocket, with JSON
-// metadata (instances, colliders, pins, wind, sleeping, debug flag, global
-// wind) and each instance's render topology (triangles, read once) beside them.
+// metadata (instances and their scenes, colliders, pins, wind, sleeping,
+// debug flag, global wind) and each instance's render topology (triangles,
+// read once) beside them.
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
 // With clothd's --data-dir, a timeline replays a recorded journal to any
 // frame (lib/timeline.js). Pages can pause, single-step and reset the
@@ -202,6 +203,7 @@ export class Viewer {
     this.debug = false;
     this.globalWind = [0, 0, 0];
     this.meta = new Map();       // instance id -> metadata sent to browsers
+    this.scenes = null;          // status's scenes: [{scene, instances, ephemeral}], null without scenes
     this.latest = new Map();     // instance id -> newest frame (Buffer)
     // instance id -> the `topology` message for browsers (a JSON string), or
     // null when clothd could not give one (the page then falls back). Read
@@ -370,6 +372,7 @@ export class Viewer {
       debug: this.debug,
       globalWind: this.globalWind,
       instances: this.#instanceList(),
+      scenes: this.scenes,
       timeline: this.timeline.state(),
       sim: this.sim.state(),
       stepTimes: this.stepTimes.state(),
@@ -691,6 +694,8 @@ export class Viewer {
       } else if (known) {
         known.frame = s.frame;
         known.sleeping = s.sleeping ?? false;
+        // A scene held or let go after the instance was made changes its tie.
+        known.ephemeral = s.ephemeral ?? false;
       }
     }
     const results = (await Promise.all(gets)).filter((r) => r && r.t !== undefined); // null/undefined: destroyed meanwhile
@@ -706,6 +711,11 @@ export class Viewer {
       this.meta.set(s.instance, {
         instance: s.instance,
         type: g.type ?? s.type,
+        // The instance's scene, for good (null: a clothd without scenes),
+        // and whether a connection's close destroys it (its own tie or its
+        // scene's).
+        scene: s.scene ?? g.scene ?? null,
+        ephemeral: s.ephemeral ?? g.ephemeral ?? false,
         width: g.width,
         height: g.height,
         particles: s.particles,
@@ -730,6 +740,10 @@ export class Viewer {
         })),
       });
     }
+    // Every scene, those held with no instance yet included (null: a clothd
+    // without scenes).
+    this.scenes = Array.isArray(st.scenes)
+      ? st.scenes.map((c) => ({ scene: c.scene, instances: c.instances, ephemeral: !!c.ephemeral })) : null;
     for (const id of [...this.meta.keys()]) {
       if (!live.has(id)) {
         this.meta.delete(id);
@@ -745,10 +759,10 @@ export class Viewer {
   #broadcastMeta(always) {
     const list = this.#instanceList();
     // `frame` changes every poll; only the state of the scene matters here.
-    const json = JSON.stringify(list.map(({ frame, ...rest }) => rest));
+    const json = JSON.stringify([list.map(({ frame, ...rest }) => rest), this.scenes]);
     if (!always && json === this.lastMetaJson) return;
     this.lastMetaJson = json;
-    this.#broadcastJson({ type: 'instances', instances: list });
+    this.#broadcastJson({ type: 'instances', instances: list, scenes: this.scenes });
   }
 }
 

@@ -31,6 +31,7 @@ const state = {
   debug: false,
   globalWind: [0, 0, 0],
   meta: new Map(),      // id -> metadata from the server
+  scenes: null,         // clothd's scenes [{scene, instances, ephemeral}] (null: a clothd without scenes)
   topology: new Map(),  // id -> {kind, particles, triangles, uvs, maxIndex} from clothd's `topology`
   views: new Map(),     // id -> InstanceView
   incoming: new Map(),  // id -> newest frame (ArrayBuffer) not yet drawn
@@ -52,6 +53,7 @@ const hook = {
   frames: {},      // id -> newest frame number received
   rendered: {},    // id -> frame number on screen
   instances: [],   // metadata as the server sent it
+  scenes: null,    // the list's groups as shown: [{scene, ephemeral, collapsed, instances}], null when flat
   topology: {},    // id -> triangle count of the topology received
   meshes: {},      // id -> what is drawn: {type, kind: 'mesh'|'points', source: 'topology'|'grid'|null, triangles, particles}
   normals: {},     // id -> 'frame' (the frame's normals channel) or 'computed' (from the triangles), as last drawn
@@ -820,7 +822,10 @@ function select(id, { frame = true } = {}) {
   if (state.selected === null && windScope() === 'selected') {
     document.querySelector('input[name="wind-scope"][value="global"]').checked = true;
   }
-  for (const li of $('instances').children) {
+  // Selected in a folded scene (a click in the view): the scene unfolds.
+  const scene = state.meta.get(state.selected)?.scene ?? null;
+  if (scene !== null && collapsedScenes.has(scene)) setSceneCollapsed(scene, false);
+  for (const li of $('instances').querySelectorAll('li[data-instance]')) {
     const on = Number(li.dataset.instance) === state.selected;
     li.classList.toggle('selected', on);
     li.setAttribute('aria-selected', String(on));
@@ -914,7 +919,7 @@ function onJson(msg) {
       setGlobalWind(msg.globalWind);
       sim.onMessage(msg.sim);
       plot.setSamples(msg.stepTimes?.samples, msg.stepTimes?.available);
-      syncInstances(msg.instances ?? []);
+      syncInstances(msg.instances ?? [], msg.scenes);
       timeline.onMessage(msg.timeline);
       timeline.relist();
       break;
@@ -928,7 +933,7 @@ function onJson(msg) {
       timeline.onMessage(msg);
       break;
     case 'instances':
-      syncInstances(msg.instances);
+      syncInstances(msg.instances, msg.scenes);
       break;
     case 'sim':
       sim.onMessage(msg);
@@ -1017,8 +1022,9 @@ function setGlobalWind(w) {
   if (windScope() === 'global') showWind();
 }
 
-function syncInstances(list) {
+function syncInstances(list, scenes) {
   hook.instances = list;
+  state.scenes = Array.isArray(scenes) ? scenes : null;
   const seen = new Set();
   for (const m of list) {
     seen.add(m.instance);
@@ -1132,39 +1138,140 @@ function showError(text) {
   errorTimer = setTimeout(() => { el.hidden = true; }, 5000);
 }
 
+// One row of the instance list (reused from one build to the next).
+function instanceRow(id, existing) {
+  const m = state.meta.get(id);
+  let li = existing.get(id);
+  if (!li) {
+    li = document.createElement('li');
+    li.dataset.instance = String(id);
+    li.setAttribute('role', 'option');
+    li.innerHTML = '<span class="name"><span class="swatch"></span><span class="label"></span>'
+      + '<span class="size"></span><span class="flag" hidden></span></span>'
+      + '<span class="num frame">–</span><span class="num step">–</span><span class="num fps">–</span>';
+    li.addEventListener('click', () => select(id));
+  }
+  // An ephemeral instance (destroyed when the connection that holds it, or
+  // its scene, closes) has a hollow swatch: a mark that takes no width.
+  const colour = hex(colourOf(id, m.type));
+  const swatch = li.querySelector('.swatch');
+  swatch.style.background = m.ephemeral ? 'transparent' : colour;
+  swatch.style.boxShadow = m.ephemeral ? `inset 0 0 0 2px ${colour}` : '';
+  li.classList.toggle('ephemeral', !!m.ephemeral);
+  li.querySelector('.label').textContent = `#${id}`;
+  const soft = m.type === 'softbody';
+  // A mesh cloth reports its vertex count as width and 1 as height.
+  const grid = m.width && m.height > 1;
+  li.querySelector('.size').textContent = soft ? `soft ${m.particles}` : grid ? `${m.width}×${m.height}` : `mesh ${m.particles}`;
+  li.title = (soft ? `soft body, ${m.particles} particles` : `cloth, ${m.width} × ${m.height} particles`)
+    + (m.ephemeral ? `; ephemeral: ${EPHEMERAL_TIP}` : '');
+  const flag = li.querySelector('.flag');
+  const paused = isPaused(m);
+  flag.hidden = m.enabled !== false && !m.sleeping;
+  flag.textContent = m.unstable ? 'unstable' : paused ? 'paused' : m.enabled === false ? 'disabled' : 'sleeping';
+  flag.classList.toggle('unstable', !!m.unstable);
+  flag.classList.toggle('paused', paused);
+  flag.classList.toggle('sleeping', m.enabled !== false && !!m.sleeping);
+  li.classList.toggle('selected', id === state.selected);
+  li.setAttribute('aria-selected', String(id === state.selected));
+  return li;
+}
+
+const EPHEMERAL_TIP = 'destroyed when the connection that holds it closes';
+const DEFAULT_SCENE = 'default';
+
+// Scenes folded in the list, by name, kept in this browser as the sections are.
+const COLLAPSED_KEY = 'clothd-viewer:collapsed-scenes';
+const collapsedScenes = new Set();
+try {
+  const saved = JSON.parse(localStorage.getItem(COLLAPSED_KEY) ?? '[]');
+  if (Array.isArray(saved)) for (const n of saved) if (typeof n === 'string') collapsedScenes.add(n);
+} catch {
+  // No storage, or not ours: nothing folded.
+}
+function setSceneCollapsed(name, on) {
+  if (on) collapsedScenes.add(name);
+  else collapsedScenes.delete(name);
+  try {
+    localStorage.setItem(COLLAPSED_KEY, JSON.stringify([...collapsedScenes]));
+  } catch {
+    // Not kept; folding still works.
+  }
+  buildRows();
+}
+
+// The instance list's groups: one per scene, "default" first and the others
+// by name, each with its instances in slot order; a scene that a connection
+// holds with no instance yet is listed empty. Null when clothd has no
+// scenes (an older clothd): the list is flat.
+function sceneGroups(ids) {
+  const known = state.scenes;
+  if (!known && ids.every((id) => !state.meta.get(id).scene)) return null;
+  const groups = new Map();
+  const group = (name) => {
+    if (!groups.has(name)) groups.set(name, { scene: name, ephemeral: false, ids: [] });
+    return groups.get(name);
+  };
+  for (const c of known ?? []) group(c.scene).ephemeral = !!c.ephemeral;
+  for (const id of ids) group(state.meta.get(id).scene ?? DEFAULT_SCENE).ids.push(id);
+  const byName = (a, b) => (a.scene === DEFAULT_SCENE ? -1 : b.scene === DEFAULT_SCENE ? 1 : a.scene < b.scene ? -1 : a.scene > b.scene ? 1 : 0);
+  return [...groups.values()].sort(byName);
+}
+
+function sceneHeader(g) {
+  const head = document.createElement('div');
+  head.className = 'scene-head';
+  head.tabIndex = 0;
+  head.setAttribute('role', 'button');
+  const open = !collapsedScenes.has(g.scene);
+  head.setAttribute('aria-expanded', String(open));
+  head.innerHTML = '<span class="scene-name"></span><span class="scene-flag" hidden>ephemeral</span><span class="count"></span>';
+  head.querySelector('.scene-name').textContent = g.scene;
+  head.querySelector('.scene-flag').hidden = !g.ephemeral;
+  head.querySelector('.count').textContent = String(g.ids.length);
+  head.title = `scene "${g.scene}": ${g.ids.length} instance${g.ids.length === 1 ? '' : 's'}`
+    + (g.ephemeral ? `; held by a connection: every instance of it is ${EPHEMERAL_TIP}` : '')
+    + ` (click to ${open ? 'fold' : 'unfold'})`;
+  const toggle = () => setSceneCollapsed(g.scene, open);
+  head.addEventListener('click', toggle);
+  head.addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' && e.key !== ' ') return;
+    e.preventDefault();
+    e.stopPropagation();
+    toggle();
+  });
+  return head;
+}
+
 function buildRows() {
   const ul = $('instances');
   const ids = [...state.meta.keys()].sort((a, b) => (a & 0xffff) - (b & 0xffff) || a - b);
-  const existing = new Map([...ul.children].map((li) => [Number(li.dataset.instance), li]));
+  const existing = new Map([...ul.querySelectorAll('li[data-instance]')].map((li) => [Number(li.dataset.instance), li]));
+  const focused = document.activeElement?.closest?.('#instances .scene')?.dataset.scene;
   ul.replaceChildren();
-  for (const id of ids) {
-    const m = state.meta.get(id);
-    let li = existing.get(id);
-    if (!li) {
-      li = document.createElement('li');
-      li.dataset.instance = String(id);
-      li.setAttribute('role', 'option');
-      li.innerHTML = '<span class="name"><span class="swatch"></span><span class="label"></span>'
-        + '<span class="size"></span><span class="flag" hidden></span></span>'
-        + '<span class="num frame">–</span><span class="num step">–</span><span class="num fps">–</span>';
-      li.addEventListener('click', () => select(id));
+  const groups = sceneGroups(ids);
+  hook.scenes = groups?.map((g) => ({ scene: g.scene, ephemeral: g.ephemeral, collapsed: collapsedScenes.has(g.scene), instances: g.ids })) ?? null;
+  if (groups === null) {
+    for (const id of ids) ul.appendChild(instanceRow(id, existing));
+  } else {
+    for (const g of groups) {
+      const li = document.createElement('li');
+      li.className = 'scene';
+      li.dataset.scene = g.scene;
+      li.setAttribute('role', 'group');
+      li.setAttribute('aria-label', `scene ${g.scene}`);
+      li.classList.toggle('collapsed', collapsedScenes.has(g.scene));
+      li.classList.toggle('held', g.ephemeral);
+      const head = sceneHeader(g);
+      const rows = document.createElement('ul');
+      rows.className = 'scene-rows';
+      rows.setAttribute('role', 'presentation');
+      rows.hidden = collapsedScenes.has(g.scene);
+      for (const id of g.ids) rows.appendChild(instanceRow(id, existing));
+      li.append(head, rows);
+      ul.appendChild(li);
+      if (g.scene === focused) head.focus();
     }
-    li.querySelector('.swatch').style.background = hex(colourOf(id, m.type));
-    li.querySelector('.label').textContent = `#${id}`;
-    const soft = m.type === 'softbody';
-    // A mesh cloth reports its vertex count as width and 1 as height.
-    const grid = m.width && m.height > 1;
-    li.querySelector('.size').textContent = soft ? `soft ${m.particles}` : grid ? `${m.width}×${m.height}` : `mesh ${m.particles}`;
-    li.title = soft ? `soft body, ${m.particles} particles` : `cloth, ${m.width} × ${m.height} particles`;
-    const flag = li.querySelector('.flag');
-    const paused = isPaused(m);
-    flag.hidden = m.enabled !== false && !m.sleeping;
-    flag.textContent = m.unstable ? 'unstable' : paused ? 'paused' : m.enabled === false ? 'disabled' : 'sleeping';
-    flag.classList.toggle('unstable', !!m.unstable);
-    flag.classList.toggle('paused', paused);
-    flag.classList.toggle('sleeping', m.enabled !== false && !!m.sleeping);
-    li.classList.toggle('selected', id === state.selected);
-    ul.appendChild(li);
   }
   $('instance-count').textContent = String(ids.length);
   $('no-instances').hidden = ids.length > 0;
@@ -1186,7 +1293,7 @@ function statsOf(id, now) {
 
 function updateRows() {
   const now = performance.now();
-  for (const li of $('instances').children) {
+  for (const li of $('instances').querySelectorAll('li[data-instance]')) {
     const id = Number(li.dataset.instance);
     const lf = state.lastFrame.get(id);
     const s = statsOf(id, now);
@@ -1238,6 +1345,7 @@ function renderSelection() {
   const resetPoint = hook.sim?.reset?.points?.[m.instance];
   const rows = [
     ['instance', `${m.instance} (${soft ? 'soft body' : m.type ?? 'cloth'})`],
+    ...(m.scene ? [['scene', m.ephemeral ? `${m.scene} · ephemeral` : m.scene, m.ephemeral ? `ephemeral: ${EPHEMERAL_TIP}` : '']] : []),
     soft
       ? ['mesh', `${m.particles} particles, ${m.triangles ?? '?'} surface triangles`]
       : ['grid', `${m.width} × ${m.height} = ${m.particles} particles`],
@@ -1259,11 +1367,12 @@ function renderSelection() {
     rows.push([`collider ${c.collider}`, `${c.type} ${extra} at ${fmt3(c.position)}`]);
   }
   const frag = document.createDocumentFragment();
-  for (const [k, v] of rows) {
+  for (const [k, v, tip] of rows) {
     const dt = document.createElement('dt');
     dt.textContent = k;
     const dd = document.createElement('dd');
     dd.textContent = v;
+    if (tip) dd.title = tip;
     frag.append(dt, dd);
   }
   dl.replaceChildren(frag);
