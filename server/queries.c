@@ -144,6 +144,7 @@ cd_dispatch_result cd_cmd_get(cd_conn *conn, const cd_request *req)
     cJSON_AddBoolToObject(reply, "enabled", info.enabled);
     cJSON_AddBoolToObject(reply, "unstable", info.unstable);
     cJSON_AddBoolToObject(reply, "sleeping", info.sleeping);
+    cJSON_AddNumberToObject(reply, "kineticEnergy", info.kinetic_energy);
     const cd_cloth_def def = cd_instance_def(inst);
     /* Its own level, the one its last step ran at, and whether a budget
      * lowered that one (as Chaos Cloth tells a requested LOD from the
@@ -206,6 +207,7 @@ cd_dispatch_result cd_cmd_status(cd_conn *conn, const cd_request *req)
         cJSON_AddBoolToObject(item, "unstable", info->unstable);
         cJSON_AddBoolToObject(item, "sleeping", info->sleeping);
         cJSON_AddNumberToObject(item, "frame", (double)info->frame);
+        cJSON_AddNumberToObject(item, "kineticEnergy", info->kinetic_energy);
     }
     cJSON_AddNumberToObject(reply, "workers", server->opts.workers);
     cJSON_AddStringToObject(reply, "simd", cd_solver_simd_path());

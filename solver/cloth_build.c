@@ -156,8 +156,9 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
         const uint32_t blocks = cd_particle_blocks(inst);
         inst->team = cd_team_create();
         inst->block_worst = malloc(sizeof(float) * blocks);
+        inst->block_energy = malloc(sizeof(float) * blocks);
         inst->block_bad = malloc(blocks);
-        if (!inst->team || !inst->block_worst || !inst->block_bad)
+        if (!inst->team || !inst->block_worst || !inst->block_energy || !inst->block_bad)
             return false;
     }
     for (uint32_t i = 0; i < particles; i++)
@@ -207,6 +208,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->colliders);
     cd_team_free(inst->team);
     free(inst->block_worst);
+    free(inst->block_energy);
     free(inst->block_bad);
     free(inst);
 }

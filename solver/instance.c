@@ -28,6 +28,7 @@ void cd_instance_get_info(const cd_instance *inst, cd_instance_info *out)
         .time = inst->time,
         .lod = inst->started ? inst->lod_now : inst->def.lod,
         .lod_degraded = inst->started && inst->lod_degraded,
+        .kinetic_energy = inst->started && !inst->sleeping ? inst->kinetic_energy : 0.0,
     };
 }
 

@@ -184,6 +184,7 @@ struct cd_instance {
     int32_t step_substeps;    /* the running step's (cd_substeps_for) */
     float *contact_depth;     /* soft bodies: collider depth corrected this substep */
     float *block_worst;       /* with a team: the guard's per-block results */
+    float *block_energy;
     uint8_t *block_bad;
 
     /* Soft bodies: the creation positions (cloth: NULL, the grid is
@@ -243,6 +244,7 @@ struct cd_instance {
     uint32_t *neighbour_start; /* particle_count + 1 */
     uint32_t *neighbours;
     float last_speed; /* the fastest particle of the last step, m/s */
+    float kinetic_energy; /* of the free particles after the last step, J */
 
     cd_collider *colliders; /* slots; inactive ones are free */
     uint32_t collider_slots;
@@ -413,7 +415,7 @@ void cd_stage_begin_contacts(cd_instance *inst);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);
 void cd_stage_finish_colliders(cd_instance *inst);
-bool cd_stage_guard_ok(cd_instance *inst, float *max_speed);
+bool cd_stage_guard_ok(cd_instance *inst, float *max_speed, float *energy);
 void cd_stage_guard_restore(cd_instance *inst);
 
 /* The seed's grid (its triangles, neighbours and UVs are implicit), as

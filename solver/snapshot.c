@@ -59,7 +59,7 @@
 /* sizeof(cd_instance) on x86-64, less its options (saved by their table
  * rows, so a new option needs nothing here), when snapshot.c was last
  * brought up to date. */
-#define CD_SNAPSHOT_INSTANCE_SIZE 1720
+#define CD_SNAPSHOT_INSTANCE_SIZE 1728
 
 /* ---- the options, by their table rows -------------------------------------- */
 
@@ -224,6 +224,7 @@ static void write_instance(cd_snap_writer *w, const cd_instance *inst, const cd_
     cd_snap_put1(w, "time", CD_SNAP_F64, &inst->time);
     cd_snap_put1(w, "lastDt", CD_SNAP_F32, &inst->last_dt);
     cd_snap_put1(w, "lastSpeed", CD_SNAP_F32, &inst->last_speed);
+    cd_snap_put1(w, "kineticEnergy", CD_SNAP_F32, &inst->kinetic_energy);
     cd_snap_put1(w, "lodNow", CD_SNAP_I32, &inst->lod_now);
     cd_snap_put_flag(w, "lodDegraded", inst->lod_degraded);
     cd_snap_put_flag(w, "self.reserved", inst->hash_start != NULL);
@@ -679,6 +680,12 @@ static cd_status read_state(cd_snap_section *sec, cd_instance *inst, cd_field_fa
     TRY(cd_snap_get_n(sec, "time", CD_SNAP_F64, &inst->time, 1, fault));
     TRY(cd_snap_get_n(sec, "lastDt", CD_SNAP_F32, &inst->last_dt, 1, fault));
     TRY(cd_snap_get_n(sec, "lastSpeed", CD_SNAP_F32, &inst->last_speed, 1, fault));
+    /* Absent from files written before it was reported: 0 until a step. */
+    inst->kinetic_energy = 0.0f;
+    TRY(cd_snap_get_any(sec, "kineticEnergy", CD_SNAP_F32, &inst->kinetic_energy, 1, 1,
+                        sizeof(float), true, NULL, fault));
+    if (!(inst->kinetic_energy >= 0.0f) || isinf(inst->kinetic_energy))
+        return cd_snap_bad(fault, sec, "kineticEnergy not a finite non-negative number");
     /* The level the last step ran at (lod.c: finer levels come one a step);
      * absent in files from before levels of detail: 0. */
     inst->lod_now = 0;

@@ -326,6 +326,10 @@ typedef struct cd_instance_info {
      * back from such a step one level a step. */
     int32_t lod;
     bool lod_degraded;
+    /* 1/2 sum m v^2 of the free particles after the last step, joules (0
+     * before the first step and while asleep); pinned and kinematic
+     * particles are led, not free, and left out. */
+    double kinetic_energy;
 } cd_instance_info;
 
 typedef struct cd_step_result {

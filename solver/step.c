@@ -185,8 +185,8 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     cd_stage_finish_skin(inst);
     cd_stage_finish_colliders(inst);
 
-    float max_speed = 0.0f;
-    if (!cd_stage_guard_ok(inst, &max_speed)) {
+    float max_speed = 0.0f, energy = 0.0f;
+    if (!cd_stage_guard_ok(inst, &max_speed, &energy)) {
         cd_stage_guard_restore(inst);
         inst->enabled = false;
         inst->unstable = true;
@@ -198,6 +198,7 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     inst->time += dt;
     inst->last_dt = sub.h;
     inst->last_speed = max_speed / sub.h;
+    inst->kinetic_energy = 0.5f * energy / (sub.h * sub.h);
     update_sleep(inst, dt, inst->last_speed);
     return result;
 }
@@ -231,10 +232,15 @@ uint64_t cd_instance_help_step(cd_instance *inst, uint64_t ticket)
 }
 
 /* The guard over particles [begin, end): the largest squared move, and
- * whether some particle left the world (NaN counts: it fails <=). */
-static float guard_range(const cd_instance *inst, uint32_t begin, uint32_t end, uint8_t *bad_out)
+ * whether some particle left the world (NaN counts: it fails <=). On the
+ * way, the free particles' sum of m |move|^2 (pinned and kinematic ones,
+ * of inverse mass 0, are led, not free), for the kinetic energy that
+ * `get` and `status` report. */
+static float guard_range(const cd_instance *inst, uint32_t begin, uint32_t end, uint8_t *bad_out,
+                         float *energy_out)
 {
-    const float *p = inst->pos, *q = inst->prev;
+    const float *p = inst->pos, *q = inst->prev, *w = inst->inv_mass;
+    float energy = 0.0f;
     const cd_vec3 a = inst->anchor; /* the box is the world's */
     /* Branch-free scan; NaN fails the comparison and so counts as bad. */
     uint32_t bad = 0;
@@ -244,9 +250,12 @@ static float guard_range(const cd_instance *inst, uint32_t begin, uint32_t end, 
         bad |= !(fabsf(x + a.x) <= CD_WORLD_EXTENT) | !(fabsf(y + a.y) <= CD_WORLD_EXTENT) |
                !(fabsf(z + a.z) <= CD_WORLD_EXTENT);
         const float dx = x - q[3 * i], dy = y - q[3 * i + 1], dz = z - q[3 * i + 2];
-        worst = fmaxf(worst, dx * dx + dy * dy + dz * dz);
+        const float d2 = dx * dx + dy * dy + dz * dz;
+        worst = fmaxf(worst, d2);
+        energy += w[i] > 0.0f ? d2 / w[i] : 0.0f;
     }
     *bad_out = bad != 0;
+    *energy_out = energy;
     return worst;
 }
 
@@ -255,15 +264,17 @@ static void guard_block(cd_instance *inst, const void *ctx, uint32_t block)
     (void)ctx;
     uint32_t begin, end;
     cd_particle_block(inst, block, &begin, &end);
-    inst->block_worst[block] = guard_range(inst, begin, end, &inst->block_bad[block]);
+    inst->block_worst[block] =
+        guard_range(inst, begin, end, &inst->block_bad[block], &inst->block_energy[block]);
 }
 
-bool cd_stage_guard_ok(cd_instance *inst, float *max_step)
+bool cd_stage_guard_ok(cd_instance *inst, float *max_step, float *energy)
 {
     uint8_t bad = 0;
     float worst = 0.0f;
+    *energy = 0.0f;
     if (inst->team == NULL) {
-        worst = guard_range(inst, 0, inst->particle_count, &bad);
+        worst = guard_range(inst, 0, inst->particle_count, &bad, energy);
     } else {
         /* fmaxf ignores NaN and is exact: the blocks' maximum is the
          * maximum of one pass, whatever the blocks. */
@@ -271,6 +282,7 @@ bool cd_stage_guard_ok(cd_instance *inst, float *max_step)
         cd_team_run(inst, guard_block, NULL, blocks);
         for (uint32_t b = 0; b < blocks; b++) {
             worst = fmaxf(worst, inst->block_worst[b]);
+            *energy += inst->block_energy[b]; /* in block order: any team, same sum */
             bad |= inst->block_bad[b];
         }
     }

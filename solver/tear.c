@@ -158,9 +158,12 @@ static bool rebuild(cd_instance *inst)
     if (inst->team != NULL) {
         const uint32_t blocks = cd_particle_blocks(inst);
         float *worst = realloc(inst->block_worst, sizeof(float) * blocks);
-        uint8_t *bad = worst ? realloc(inst->block_bad, blocks) : NULL;
         if (worst != NULL)
             inst->block_worst = worst;
+        float *energy = worst ? realloc(inst->block_energy, sizeof(float) * blocks) : NULL;
+        if (energy != NULL)
+            inst->block_energy = energy;
+        uint8_t *bad = energy ? realloc(inst->block_bad, blocks) : NULL;
         if (bad == NULL)
             return false;
         inst->block_bad = bad;

@@ -2,7 +2,7 @@
 
 import unittest
 
-from server import ServerTestCase, fresh_server
+from server import ServerTestCase, fresh_server, send_line
 
 G = 9.81
 DT = 1 / 60
@@ -26,6 +26,20 @@ class PhysicsTest(ServerTestCase):
             self.assertAlmostEqual(p[1], p0[1] - drop, delta=1e-3, msg=f"particle {i} y")
             self.assertAlmostEqual(p[0], p0[0], delta=1e-4, msg=f"particle {i} x")
             self.assertAlmostEqual(p[2], p0[2], delta=1e-4, msg=f"particle {i} z")
+
+    def test_kinetic_energy_of_a_free_fall_should_be_half_m_v_squared(self):
+        # 1 kg in vacuum, undamped, 0.5 s at 60 Hz (6 substeps of h): the
+        # Verlet velocity is the one at t - h/2, so 1/2 M (g (t - h/2))^2.
+        cid = self.c.create_cloth(airDensity=0, velocityRetention=1, sleepThreshold=0,
+                                  origin=[0, 10, 0])
+        self.assertEqual(send_line(self.c, f'{{"cmd":"get","instance":{cid}}}')["kineticEnergy"], 0)
+        self.step_n(cid, 30)
+        h = DT / 6
+        want = 0.5 * (G * (30 * DT - h / 2)) ** 2
+        got = send_line(self.c, f'{{"cmd":"get","instance":{cid}}}')["kineticEnergy"]
+        self.assertAlmostEqual(got, want, delta=1e-3 * want)
+        listed = [i for i in send_line(self.c, '{"cmd":"status"}')["instances"] if i["instance"] == cid]
+        self.assertEqual(listed[0]["kineticEnergy"], got)
 
     def test_curtain_pinned_top_row_should_hold_and_hang_to_its_length(self):
         w = h = 10
