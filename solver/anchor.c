@@ -35,11 +35,15 @@ static cd_vec3 box_centre(const float *pos, uint32_t n)
 {
     if (n == 0)
         return cd_v3(0, 0, 0);
+    /* Comparisons, not fminf/fmaxf: those honour NaN, so without
+     * -ffinite-math-only they are library calls (5% of an XPBD 8 x 1 step
+     * in them); the guard has just found every coordinate finite. */
     float lo[3] = {pos[0], pos[1], pos[2]}, hi[3] = {pos[0], pos[1], pos[2]};
     for (uint32_t i = 1; i < n; i++)
         for (int k = 0; k < 3; k++) {
-            lo[k] = fminf(lo[k], pos[3 * i + k]);
-            hi[k] = fmaxf(hi[k], pos[3 * i + k]);
+            const float v = pos[3 * i + k];
+            lo[k] = v < lo[k] ? v : lo[k];
+            hi[k] = v > hi[k] ? v : hi[k];
         }
     return cd_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2]));
 }

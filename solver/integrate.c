@@ -13,7 +13,10 @@
  * 4.2.2) and adds it to the next move, as Kahan's summation does: the
  * same fall is then within 0.01 mm (tests/test_solver_integration.c). The residual
  * is below half a float spacing of x, so whatever sets prev by hand
- * (pins, teleports, restarts) may leave it as it is. */
+ * (pins, teleports, restarts) may leave it as it is. integrate_avx2.c
+ * does the same operations 8 particles at a time, bit for bit. */
+#include <string.h>
+
 #include "internal.h"
 #include "vec3.h"
 
@@ -84,7 +87,12 @@ static void integrate_block(cd_instance *inst, const void *ctx, uint32_t block)
     const float *restrict w = inst->inv_mass;
     uint32_t begin, end;
     cd_particle_block(inst, block, &begin, &end);
-    for (uint32_t i = begin; i < end; i++) {
+    uint32_t i = begin;
+#ifdef CD_HAVE_AVX2_KERNELS
+    if (strcmp(cd_solver_simd_path(), "avx2") == 0) /* the same bits, 8 at a time */
+        i = cd_integrate_avx2(pos, prev, residual, w, begin, end, keep, a);
+#endif
+    for (; i < end; i++) {
         if (w[i] == 0.0f)
             continue;
         float *p = &pos[3 * i], *q = &prev[3 * i], *c = &residual[3 * i];

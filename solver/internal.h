@@ -364,6 +364,11 @@ typedef void cd_aero_kernel(const float *pos, float *prev, const float *inv_mass
 cd_aero_kernel cd_aero_plate_scalar;
 #ifdef CD_HAVE_AVX2_KERNELS
 cd_aero_kernel cd_aero_plate_avx2;
+/* Compensated Verlet over particles [begin, end) 8 at a time, as
+ * integrate.c's loop does it (accel: a h^2 per axis); returns the first
+ * particle it left to the scalar loop (fewer than 8 remain). */
+uint32_t cd_integrate_avx2(float *pos, float *prev, float *residual, const float *inv_mass,
+                           uint32_t begin, uint32_t end, float keep, const float accel[3]);
 #endif
 void cd_stage_solve_tethers(cd_instance *inst);
 /* Skinning (skin.c): this substep's skinned positions (kinematic particles

@@ -251,7 +251,7 @@ static float guard_range(const cd_instance *inst, uint32_t begin, uint32_t end, 
                !(fabsf(z + a.z) <= CD_WORLD_EXTENT);
         const float dx = x - q[3 * i], dy = y - q[3 * i + 1], dz = z - q[3 * i + 2];
         const float d2 = dx * dx + dy * dy + dz * dz;
-        worst = fmaxf(worst, d2);
+        worst = d2 > worst ? d2 : worst; /* a NaN move has a NaN position: bad */
         energy += w[i] > 0.0f ? d2 / w[i] : 0.0f;
     }
     *bad_out = bad != 0;
