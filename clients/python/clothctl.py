@@ -8,10 +8,18 @@
 `clothctl help` lists the commands and `clothctl help COMMAND` tells one:
 both read the one table of subcommands (build_parser), which the
 one-shot command line and the interactive session share. Among them:
-status, ping, stats, create, set, destroy, pin, unpin, gravity, wind,
-add-collider / move-collider / remove-collider (every collider type),
-step, get, watch, save / load, record / replay, debug, and `raw '{json}'`,
-which sends one request line as it is and prints the reply line.
+status, ping, stats, scenes, scene, create, set, destroy, pin, unpin,
+gravity, wind, add-collider / move-collider / remove-collider (every
+collider type), step, get, watch, save / load, record / replay, debug,
+and `raw '{json}'`, which sends one request line as it is and prints the
+reply line. `--scene NAME` goes on create, get, step, status, destroy,
+watch, save and record.
+
+What is tied to a connection (`create --ephemeral`, `scene NAME --hold`)
+lives as long as a session's connection; a one-shot command refuses it
+(exit 2), since its connection ends with it. A server whose hello lacks
+a feature a command needs (snapshots without --data-dir, scenes on an old
+clothd) is named with the feature: `incompatible_server`, exit 1.
 
 Interactive: with no COMMAND on a terminal (or with -i), clothctl shows a
 prompt naming the server (`127.0.0.1:7878> `) and runs one command a line
@@ -54,7 +62,7 @@ from typing import Any, Dict, List, Optional, Sequence
 # Run as a script, Python puts this folder (where clothd.py is) on sys.path;
 # installed, both modules sit side by side in site-packages.
 from clothd import (DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, Client, ClothdError, ClothdWarning, Frame,
-                    ProtocolError, Subscriber, Unauthorized, UnknownCommand, __version__)
+                    ProtocolError, Scene, Subscriber, Unauthorized, __version__)
 
 EXIT_OK = 0
 EXIT_SERVER_ERROR = 1
@@ -158,6 +166,21 @@ class Console:
         self.c = client
         self.as_json = as_json
         self.parser = parser
+        # True in a session (a prompt, or lines on standard input): one
+        # connection for many commands, so what is tied to it can live.
+        self.session = False
+
+    def in_scene(self, scene: Optional[str]) -> Any:
+        """The client, or with a scene a handle that sends it with each
+        request (the server then refuses another scene's instances)."""
+        return self.c if scene is None else Scene(self.c, scene)
+
+    def tied(self, what: str) -> None:
+        """Refuses, in a one-shot command, to tie something to a
+        connection that ends with the command."""
+        if not self.session:
+            raise UsageError(f"{what}: it would be destroyed as soon as this command ends (its connection "
+                             f"closes); use it in a session (clothctl -i, or lines on standard input)")
 
     def out(self, text: str, end: str = "\n") -> None:
         try:
@@ -284,18 +307,46 @@ class Console:
         self.out(f"debug overlay: {'on' if now else 'off'}")
 
     def create(self, args: argparse.Namespace) -> None:
+        if args.ephemeral:
+            self.tied("create --ephemeral")
         fields = {k: getattr(args, k) for k in (
             "width", "height", "spacing", "mass", "stiffness", "bend_stiffness", "damping", "origin",
             "solver_iterations", "right", "down", "gravity", "shape", "radius", "resolution", "center")}
-        reply = self.c.request("create", type=args.type, scene=args.scene, **fields)
+        reply = self.c.request("create", type=args.type, scene=args.scene, ephemeral=args.ephemeral or None,
+                               **fields)
         if self.as_json:
             return self.print_reply()
         self.out(f"instance {reply['instance']}: {reply.get('particles')} particles, "
                  f"{reply.get('constraints')} constraints"
-                 + (f", scene {reply['scene']}" if args.scene is not None else ""))
+                 + (f", scene {reply['scene']}" if args.scene is not None else "")
+                 + (", ephemeral (destroyed when this session ends)" if args.ephemeral else ""))
+
+    def scenes(self, args: argparse.Namespace) -> None:
+        entries = self.c.scenes()
+        if self.as_json:
+            return self.print_reply()
+        if not entries:
+            return self.out("no scenes")
+        width = max(len(e["scene"]) for e in entries)
+        for e in entries:
+            n = e["instances"]
+            self.out(f"{e['scene']:<{width}}  {n} instance{'s' if n != 1 else ''}"
+                     + ("  (held by a connection)" if e.get("ephemeral") else ""))
+
+    def scene(self, args: argparse.Namespace) -> None:
+        ephemeral = True if args.hold else False if args.release else None
+        if ephemeral:
+            self.tied("scene --hold")
+        r = self.c.scene(args.name, ephemeral=ephemeral)
+        if self.as_json:
+            return self.print_reply()
+        ids = " ".join(map(str, r.get("instances") or []))
+        held = ("held by this session: its instances go when it ends" if r.get("owned")
+                else "held by another connection" if r.get("ephemeral") else "not held")
+        self.out(f"scene {r['scene']}: " + (f"instances {ids}" if ids else "no instances") + f" ({held})")
 
     def save(self, args: argparse.Namespace) -> None:
-        r = self.c.save(snapshot_name(args.name), args.instance)
+        r = self.c.save(snapshot_name(args.name), args.instance, scene=args.scene)
         if self.as_json:
             return self.print_reply()
         self.out(f"saved {r['instances']} instance(s) as {r['name']} ({r['bytes']} bytes)")
@@ -314,7 +365,7 @@ class Console:
             return self.out(f"recorded {r['frames']} frame(s) to {r['name']} ({r['bytes']} bytes)")
         if args.name is None:
             raise UsageError("record: give a NAME (or --stop)")
-        r = self.c.record(journal_name(args.name), args.instance)
+        r = self.c.record(journal_name(args.name), args.instance, scene=args.scene)
         if self.as_json:
             return self.print_reply()
         self.out(f"recording instances {' '.join(map(str, r['instances'])) or 'none'} to {r['name']}")
@@ -394,7 +445,7 @@ class Console:
                     if args.budget_ms else ""))
 
     def get(self, args: argparse.Namespace) -> None:
-        s = self.c.get(args.instance)
+        s = self.in_scene(args.scene).get(args.instance)
         if self.as_json:
             return self.print_reply()
         flags = "enabled" if s.enabled else "disabled"
@@ -435,10 +486,12 @@ class Console:
             raise UsageError("watch --count must be at least 1")
         sub = Subscriber(self.c.host, self.c.port, args.instances or None, quantize=args.quantize,
                          every=args.every, timeout=self.c.timeout, reconnect=False,
-                         token=self.c.token or "")
+                         token=self.c.token or "", scene=args.scene)
         try:
             sub.connect()
             which = ("instances " + ", ".join(map(str, args.instances))) if args.instances else "every instance"
+            if args.scene is not None:
+                which += f" of scene {args.scene}"
             print(f"clothctl: watching {which}: a frame comes after each step, and nothing steps "
                   f"by itself; step with `clothctl step` (or your game server's steps); Ctrl-C stops",
                   file=sys.stderr, flush=True)
@@ -535,9 +588,23 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("debug", help="show or set the viewers' debug overlay")
     d.add_argument("state", nargs="?", choices=["on", "off"])
 
+    sub.add_parser("scenes", help="every scene, with its instance count")
+    sc = sub.add_parser("scene", help="one scene: its instances, whether a connection holds it",
+                        description="Shows one scene: its instances and whether a connection holds it. "
+                                    "In a session, --hold ties the scene to this session's connection "
+                                    "(every instance of it, later ones too, is destroyed when the "
+                                    "session ends) and --release lets go of it.")
+    sc.add_argument("name", metavar="NAME", help="the scene (it need not exist)")
+    hold = sc.add_mutually_exclusive_group()
+    hold.add_argument("--hold", action="store_true",
+                      help="tie the scene to this session (its instances go when it ends)")
+    hold.add_argument("--release", action="store_true", help="let go of a scene this session holds")
+
     c = sub.add_parser("create", help="create a cloth (or a soft body)")
     c.add_argument("--type", default="cloth", choices=["cloth", "softbody"])
     c.add_argument("--scene", help='the scene it belongs to (default "default")')
+    c.add_argument("--ephemeral", action="store_true",
+                   help="destroyed when this session ends (in a session only)")
     c.add_argument("--width", type=int)
     c.add_argument("--height", type=int)
     c.add_argument("--spacing", type=float)
@@ -636,11 +703,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     gt = sub.add_parser("get", help="an instance's state")
     gt.add_argument("instance", type=int)
+    gt.add_argument("--scene", help="the scene the instance must be in")
     gt.add_argument("--positions", action="store_true", help="print every particle's position")
 
     sv = sub.add_parser("save", help="write a snapshot to the server's --data-dir")
     sv.add_argument("name", help="the snapshot's name (a trailing .cds is dropped)")
     sv.add_argument("--instance", type=int, action="append", help="only this instance (repeatable)")
+    sv.add_argument("--scene", help="every instance of this scene (with --instance: each must be in it)")
 
     ld = sub.add_parser("load", help="load a snapshot from the server's --data-dir")
     ld.add_argument("name", help="the snapshot's name (a trailing .cds is dropped)")
@@ -649,6 +718,7 @@ def build_parser() -> argparse.ArgumentParser:
     rc = sub.add_parser("record", help="start (or --stop) a journal in the server's --data-dir")
     rc.add_argument("name", nargs="?", help="the journal's name (a trailing .cdj is dropped)")
     rc.add_argument("--instance", type=int, action="append", help="only this instance (repeatable)")
+    rc.add_argument("--scene", help="every instance of this scene (with --instance: each must be in it)")
     rc.add_argument("--stop", action="store_true", help="end the journal being written")
 
     rp = sub.add_parser("replay", help="rebuild a journal's instances (under new ids) at a frame")
@@ -657,6 +727,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     wa = sub.add_parser("watch", help="print a line per frame received")
     wa.add_argument("instances", nargs="*", type=int, metavar="INSTANCE", help="default: every instance")
+    wa.add_argument("--scene", help="every instance of this scene, later ones too (with INSTANCE: each "
+                                    "must be in it)")
     wa.add_argument("--count", type=int, help="stop after N frames")
     wa.add_argument("--every", type=int, default=1, help="every k-th frame only (1..1000)")
     wa.add_argument("--quantize", action="store_true", help="ask for 16-bit frames")
@@ -732,15 +804,15 @@ def address(host: str, port: int) -> str:
 
 
 def print_version(client: Client) -> int:
-    """This console's version, then the server's when it answers (hello,
-    or status on a server before hello)."""
+    """This console's version, then the server's when it answers (its
+    hello, or status on a server before hello)."""
     print(f"clothctl {__version__}")
     try:
-        client.connect()
-        try:
-            reply = client.request("hello")
+        client.connect()  # sends hello, and keeps the reply
+        reply = client.server_info
+        if reply is not None:
             proto = f", protocol {reply.get('protocol')}"
-        except UnknownCommand:
+        else:
             reply, proto = client.status(), ""
         print(f"server: clothd {reply.get('version')} at {address(client.host, client.port)}{proto}")
     except (OSError, ClothdError) as e:
@@ -825,6 +897,7 @@ def interactive(console: Console, parser: argparse.ArgumentParser, base: argpars
 
         readline.set_completer(complete)
         readline.parse_and_bind("tab: complete")
+    console.session = True
     where = address(base.host, port)
     if prompt:
         print(f"clothctl {__version__} connected to {where}; help lists the commands, quit ends",

@@ -25,12 +25,21 @@ Example::
     from clothd import Client
 
     with Client() as c:
-        cloth = c.create_cloth(width=20, height=20, spacing=0.05)
+        # ephemeral: destroyed when this connection closes (nothing left behind)
+        cloth = c.create_cloth(width=20, height=20, spacing=0.05, scene="demo", ephemeral=True)
         c.pin(cloth, list(range(20)))           # the top row, in place
         for _ in range(60):
-            c.step(1 / 60)
+            c.step(1 / 60, scene="demo")        # this scene only, not other clients'
         state = c.get(cloth)
         print(state.frame, state.positions[-1])
+
+Every connection starts with ``hello``: ``client.server_info``,
+``client.features`` and ``client.limits`` hold its reply;
+``Client(require=["scenes"])`` refuses at connect a server that lacks a
+feature, and a call that needs one the server lacks raises
+:class:`FeatureMissing` (naming host:port and the feature) before
+anything is sent. A clothd from before ``hello`` serves the plain
+protocol 1 commands with no feature known.
 
 For a viewer, :class:`Subscriber` opens its own connection and receives
 frames in a loop or on a background thread, reconnecting when the server
@@ -87,8 +96,8 @@ import warnings as _warnings
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import (Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import (Any, Callable, Deque, Dict, FrozenSet, Iterator, List, Optional, Sequence,
+                    Tuple, Union)
 
 try:  # optional: Frame.array / InstanceState.array
     import numpy as _np
@@ -130,6 +139,7 @@ __all__ = [
     "ShardedClient",
     "EndpointUnavailable",
     "IncompatibleServer",
+    "FeatureMissing",
     "SCENE_COMMANDS",
     "parse_endpoint",
     "rendezvous_weight",
@@ -274,6 +284,78 @@ class ClothdWarning(UserWarning):
     """A reply's warning: a member the server did not read (PROTOCOL.md,
     "Unknown members"), such as ``unknown member "widht" (did you mean
     "width"?)``. Issued with :func:`warnings.warn`."""
+
+
+class IncompatibleServer(ClothdError):
+    """A server that lacks what the client needs: one whose ``hello``
+    does not list a feature the client requires (:class:`FeatureMissing`),
+    such as a :class:`ShardedClient`'s endpoint without scenes (a clothd
+    from before scenes would take ``"scene"`` as an unknown member, warn,
+    and mix every scene's instances). ``endpoint`` names it
+    (``"host:port"``). Code ``"incompatible_server"``, which the server
+    never sends: the client raises it before sending anything."""
+
+    code_name = "incompatible_server"
+
+    def __init__(self, endpoint: str, message: str):
+        super().__init__("incompatible_server", f"clothd endpoint {endpoint}: {message}")
+        self.endpoint = endpoint
+
+
+#: The features a server lists only when started with --data-dir.
+_DATA_DIR_FEATURES = ("snapshots", "recording")
+
+
+class FeatureMissing(IncompatibleServer):
+    """The server's ``hello`` does not list a feature (PROTOCOL.md
+    "hello"): raised by :meth:`Client.connect` for a feature given in
+    ``require=``, and before sending a request that needs one (``scene()``
+    and requests with a ``scene`` need ``"scenes"``, ``create_softbody``
+    ``"softbody"``, ``save``/``load`` of files ``"snapshots"``, ...).
+    ``features`` names the missing ones, ``endpoint`` the server,
+    ``needed_by`` what needed them. A server without ``hello`` (a clothd
+    from before the handshake) has no feature known: only protocol 1's
+    first commands are sent to it."""
+
+    def __init__(self, endpoint: str, features: Sequence[str], needed_by: str,
+                 listed: Optional[Sequence[str]]):
+        names = ", ".join(f'"{f}"' for f in features)
+        plural = "s" if len(features) > 1 else ""
+        hint = ("; clothd lists it only when started with --data-dir"
+                if any(f in _DATA_DIR_FEATURES for f in features) else "")
+        if listed is None:
+            known = "; it answers no hello (a clothd from before the handshake), so no feature is known"
+        else:
+            known = f"; its hello lists {', '.join(listed) or 'none'}"
+        super().__init__(endpoint, f"lacks the feature{plural} {names} ({needed_by}{hint}){known}")
+        self.features = tuple(features)
+        self.needed_by = needed_by
+
+
+def _features_needed(cmd: str, msg: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """The features (hello's ``features``) a request needs beyond protocol
+    1's first commands, each with what needs it: the one table of them."""
+    out: List[Tuple[str, str]] = []
+    if cmd in ("scene", "scenes"):
+        out.append(("scenes", f"needed by the {cmd} command"))
+    elif "scene" in msg:
+        out.append(("scenes", f'needed by {cmd} with "scene"'))
+    if msg.get("ephemeral") is True or (cmd == "scene" and msg.get("ephemeral") is not None):
+        out.append(("ephemeral", f'needed by {cmd} with "ephemeral"'))
+    if cmd == "create" and msg.get("type") == "softbody":
+        out.append(("softbody", 'needed by create with "type":"softbody"'))
+    elif cmd == "create" and ("vertices" in msg or "triangles" in msg):
+        out.append(("mesh", "needed by create of a mesh cloth"))
+    if cmd == "skin":
+        out.append(("skin", "needed by skin"))
+    if ((cmd == "step" and msg.get("budgetMs") is not None)
+            or (cmd in ("create", "set") and ("lod" in msg or "priority" in msg))):
+        out.append(("budget", f'needed by {cmd} with "budgetMs", "lod" or "priority"'))
+    if cmd in ("save", "load") and not msg.get("memory"):
+        out.append(("snapshots", f"needed by {cmd} of a snapshot file"))
+    if cmd in ("record", "replay", "journals"):
+        out.append(("recording", f"needed by the {cmd} command"))
+    return out
 
 
 def _endpoint(host: str, port: int) -> str:
@@ -622,6 +704,17 @@ class InstanceState:
         return len(self.flat) // 3
 
     @property
+    def scene(self) -> str:
+        """The scene it belongs to ("default" when created without one)."""
+        return str(self.reply.get("scene", "default"))
+
+    @property
+    def ephemeral(self) -> bool:
+        """True when it goes with a connection: created ``ephemeral`` or in
+        a scene some connection holds."""
+        return bool(self.reply.get("ephemeral", False))
+
+    @property
     def sleeping(self) -> bool:
         """True while the instance sleeps (at rest: steps move nothing)."""
         return bool(self.reply.get("sleeping", False))
@@ -785,16 +878,52 @@ class Client:
     :meth:`connect` and leaves the client closed. ``access`` holds what
     the server granted: ``"full"``, ``"readonly"``, or None before any
     ``auth`` (a client without a token never sends one).
+
+    The handshake: every connection (after ``auth``) sends ``hello`` and
+    keeps the reply in ``server_info``, its ``features`` and ``limits``
+    (PROTOCOL.md "hello"). ``require``: features the client cannot do
+    without (``require=["scenes", "ephemeral"]``); a server whose hello
+    lacks one is refused at :meth:`connect` with :class:`FeatureMissing`
+    naming host:port and the feature. Without ``require``, a method that
+    needs a feature the server lacks raises :class:`FeatureMissing` before
+    anything is sent (``scenes()``, a ``scene=``, ``create_softbody``,
+    ``save`` of a file, ``record``, ...). A server from before ``hello``
+    (it answers ``unknown_command``) has ``server_info`` None and no
+    feature known: the plain protocol 1 commands work, the others raise
+    FeatureMissing. A server that wants a token the client did not give
+    answers ``hello`` only after :meth:`auth`, which then asks it.
+    ``handshake=False`` sends no ``hello`` (a raw protocol session, whose
+    every line is the caller's): nothing is then checked.
     """
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                  timeout: Optional[float] = 10.0, *, rcvbuf: Optional[int] = None,
                  frame_backlog: int = DEFAULT_FRAME_BACKLOG, reconnect: bool = False,
                  reconnect_timeout: float = 10.0, token: Optional[str] = None,
-                 strict: bool = False):
+                 strict: bool = False, require: Optional[Sequence[str]] = None,
+                 handshake: bool = True):
         #: Ask the server to refuse requests with unknown members
         #: (``hello {"strict":true}`` on every connection).
         self.strict = strict
+        if isinstance(require, str):
+            raise TypeError('require: a list of feature names (require=["scenes"]), not one string')
+        #: The features every connection's hello must list (else FeatureMissing).
+        self.require: Tuple[str, ...] = tuple(require or ())
+        if not handshake and (strict or self.require):
+            raise ValueError("handshake=False sends no hello, so it cannot ask for strict or check require")
+        #: Send ``hello`` on every connection (False: none, for a raw
+        #: session whose every line is the caller's; no feature is checked).
+        self.handshake = handshake
+        #: This connection's hello reply: ``server``, ``version``,
+        #: ``protocol``, ``commands``, ``features``, ``limits``; None for a
+        #: server without hello, or before the connection's ``auth``.
+        self.server_info: Optional[Dict[str, Any]] = None
+        # What the hello of this connection gave: "ok" (server_info holds
+        # it), "absent" (no hello: no feature known), "deferred" (the
+        # server wants auth first; asked again after auth()), None: not
+        # connected. Requests are checked against the features only when
+        # "ok" or "absent".
+        self._hello: Optional[str] = None
         #: The "warnings" of the last reply (empty when it had none).
         self.last_warnings: List[str] = []
         if token is None:
@@ -859,12 +988,74 @@ class Client:
         try:
             if self.token is not None:
                 self.access = str(self._request_once("auth", token=self.token).get("access"))
-            if self.strict:
-                self._request_once("hello", strict=True)
+            if self.handshake or self.strict:  # strict: asked for since, by hello(strict=True)
+                self._handshake()
         except BaseException:
             self._drop()
             raise
         return self
+
+    def _handshake(self) -> None:
+        """Sends ``hello`` (with ``strict`` when asked for), keeps the reply
+        and checks ``require`` against its features."""
+        self.server_info, self._hello = None, None
+        try:
+            reply = self._request_once("hello", strict=True if self.strict else None)
+        except UnknownCommand:
+            self._hello = "absent"  # a clothd from before hello: no feature known
+        except Unauthorized:
+            if self.strict or self.require:
+                raise  # cannot check what must be checked before any other request
+            self._hello = "deferred"
+            return
+        else:
+            self.server_info, self._hello = reply, "ok"
+        if self.strict and (self.server_info is None or self.server_info.get("strict") is not True):
+            raise FeatureMissing(self.endpoint, ["strict"], "needed by Client(strict=True)",
+                                 self._listed())
+        missing = [f for f in self.require if f not in self.features]
+        if missing:
+            raise FeatureMissing(self.endpoint, missing,
+                                 f"required by this client: require={list(self.require)}", self._listed())
+
+    def _listed(self) -> Optional[List[str]]:
+        """The features the server's hello listed; None when it has no hello."""
+        return None if self.server_info is None else sorted(self.features)
+
+    def _check_features(self, cmd: str, msg: Dict[str, Any]) -> None:
+        """FeatureMissing when the request needs a feature this
+        connection's hello did not list (nothing is checked before the
+        hello could be asked)."""
+        if self._hello not in ("ok", "absent"):
+            return
+        needed = [(f, why) for f, why in _features_needed(cmd, msg) if f not in self.features]
+        if needed:
+            whys = list(dict.fromkeys(why for _, why in needed))
+            raise FeatureMissing(self.endpoint, [f for f, _ in needed], "; ".join(whys), self._listed())
+
+    @property
+    def endpoint(self) -> str:
+        """``"host:port"`` (``"[::1]:7878"`` for an IPv6 address)."""
+        return _endpoint(self.host, self.port)
+
+    @property
+    def features(self) -> FrozenSet[str]:
+        """The features this connection's hello listed (empty for a server
+        without hello, or before the hello could be asked)."""
+        info = self.server_info or {}
+        return frozenset(str(f) for f in info.get("features") or ())
+
+    @property
+    def limits(self) -> Dict[str, int]:
+        """The server's bounds from hello (``lineBytes``, ``outputBytes``,
+        ``frameBytes``, ``connections``, ``instances``,
+        ``particlesPerInstance``, ``particles``, ``stepWork``); empty when
+        unknown."""
+        return dict((self.server_info or {}).get("limits") or {})
+
+    def has_feature(self, name: str) -> bool:
+        """True when this connection's hello lists the feature ``name``."""
+        return name in self.features
 
     def close(self) -> None:
         """Closes the connection; safe to call twice. Subscriptions are
@@ -880,6 +1071,7 @@ class Client:
                 self._sock = None
         self._buf.clear()
         self._replies.clear()
+        self._hello = None
 
     def reconnect(self) -> "Client":
         """Closes the connection, connects again and renews the
@@ -1049,9 +1241,15 @@ class Client:
                 msg[_camel(key)] = value
         if self._scene is not None and _takes_scene(cmd, msg):
             msg.setdefault("scene", self._scene)
+        self._check_features(cmd, msg)
         return rid, json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
     def _check(self, rid: int, reply: Dict[str, Any]) -> Dict[str, Any]:
+        if "id" not in reply and reply.get("ok") is False:
+            # A refusal of the connection itself (over --max-connections,
+            # a line that timed out): the server answers with no id.
+            err = reply.get("error") or {}
+            raise _error(str(err.get("code", "internal")), str(err.get("message", "")), reply)
         if reply.get("id") != rid:
             raise ProtocolError(f"reply: expected id {rid}, got {reply.get('id')!r}: {reply!r}")
         found = reply.get("warnings")
@@ -1106,9 +1304,11 @@ class Client:
         :class:`ConnectionClosed` when the connection drops (see
         ``reconnect`` in the class docs).
         """
-        rid, line = self._message(cmd, fields)
-        if self.auto_reconnect and self._peer_closed():
+        if self._sock is None:
+            self.connect()  # the features are known once connected
+        elif self.auto_reconnect and self._peer_closed():
             self.reconnect()  # gone while idle: nothing was lost, send on the new one
+        rid, line = self._message(cmd, fields)
         try:
             self.sock.sendall(line)
         except ConnectionError:
@@ -1132,10 +1332,14 @@ class Client:
         """Like :meth:`request`, with the member names as given (no
         camelCase) and ``None`` sent as ``null`` (a painted property's
         "unpainted"): for consoles that take names from a person."""
+        sock = self.sock
         rid = self._next_id
         self._next_id += 1
         msg: Dict[str, Any] = {"id": rid, "cmd": cmd, **fields}
-        self.sock.sendall(json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n")
+        if self._scene is not None and _takes_scene(cmd, msg):
+            msg.setdefault("scene", self._scene)
+        self._check_features(cmd, msg)
+        sock.sendall(json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n")
         return self._check(rid, self.read_reply())
 
     def create(self, type: str = "cloth", *, scene: Optional[str] = None,
@@ -1293,11 +1497,14 @@ class Client:
 
     def _binary_request(self, kind: int, instance: int, count: int, flags: int,
                         body: bytes) -> Dict[str, Any]:
+        sock = self.sock
+        if kind == 1:
+            self._check_features("skin", {})
         rid = self._next_id
         self._next_id += 1
         header = struct.pack("<4sHHIIIIII", b"\x89CLR", 1, flags, 32 + len(body), instance, kind,
                              rid, count, 0)
-        self.sock.sendall(header + body)
+        sock.sendall(header + body)
         return self._check(rid, self.read_reply())
 
     def topology(self, instance: int) -> Dict[str, Any]:
@@ -1570,10 +1777,17 @@ class Client:
         """Drops subscriptions; with no argument, all of them; with
         ``scene`` alone, the scene's (and those of its instances)."""
         self.request("unsubscribe", instance=instance, instances=_ids(instances), scene=scene)
+        if scene is None:
+            scene = self._scene  # a Scene handle's: only that scene's went
         if instance is None and instances is None and scene is None:
             self._subs.clear()
         if instance is None and instances is None and scene is not None:
             self._subs.pop(scene, None)
+            if any(isinstance(key, int) for key in self._subs):
+                # The server dropped the scene's instances' subscriptions
+                # too: forget them, so that a reconnect does not renew them.
+                for iid in self.request("scene", scene=scene).get("instances") or []:
+                    self._subs.pop(int(iid), None)
         for iid in ([instance] if instance is not None else []) + list(instances or []):
             self._subs.pop(iid, None)
 
@@ -1660,15 +1874,17 @@ class Client:
         return _time.monotonic() - t0
 
     def hello(self, strict: Optional[bool] = None) -> Dict[str, Any]:
-        """The handshake: ``server``, ``version``, ``protocol`` (1),
-        ``commands`` (every command the server knows) and ``strict``.
-        ``strict=True`` makes the server refuse, on this connection, a
-        request with a member it does not read (:class:`InvalidArgument`)
-        instead of warning; the client then asks again on every
-        reconnection. ``False`` turns it back."""
+        """The handshake again (the client sends it on every connection and
+        keeps it in :attr:`server_info`): ``server``, ``version``,
+        ``protocol`` (1), ``commands`` (every command the server knows),
+        ``strict``, ``features`` and ``limits``. ``strict=True`` makes the
+        server refuse, on this connection, a request with a member it does
+        not read (:class:`InvalidArgument`) instead of warning; the client
+        then asks again on every reconnection. ``False`` turns it back."""
         reply = self.request("hello", strict=strict)
         if strict is not None:
             self.strict = bool(strict)
+        self.server_info, self._hello = reply, "ok"
         return reply
 
     def stats(self) -> Dict[str, Any]:
@@ -1694,6 +1910,8 @@ class Client:
         reply = self.request("auth", token=token)
         self.token = token
         self.access = str(reply.get("access"))
+        if self._hello == "deferred":
+            self._handshake()  # the server answers hello now
         return self.access
 
     def debug(self, enabled: Optional[bool] = None) -> bool:
@@ -1783,7 +2001,9 @@ class Subscriber:
     ``callback(frame)`` for each frame (on that thread).
 
     ``instances``: an id, a list of ids, or None for every instance
-    (including ones created later). ``quantize``/``every``/``channels``:
+    (including ones created later); ``scene``: with no ``instances``,
+    every instance of that scene (later ones too), with them, each must be
+    in it. ``quantize``/``every``/``channels``:
     the subscribe options. ``reconnect`` (default on): when the server goes away, connect
     again (for up to ``reconnect_timeout`` seconds per outage), subscribe
     again and go on; each instance's current frame arrives first. Frames
@@ -1798,9 +2018,11 @@ class Subscriber:
                  every: int = 1, channels: Optional[Sequence[str]] = None,
                  timeout: Optional[float] = 10.0, reconnect: bool = True,
                  reconnect_timeout: float = 30.0, rcvbuf: Optional[int] = None,
-                 token: Optional[str] = None):
+                 token: Optional[str] = None, scene: Optional[str] = None):
         self.client = Client(host, port, timeout, rcvbuf=rcvbuf, reconnect=False,
                              reconnect_timeout=reconnect_timeout, token=token)
+        #: The scene subscribed to (None: not one).
+        self.scene = scene
         if isinstance(instances, int):
             instances = [instances]
         self.instances: Optional[List[int]] = None if instances is None else list(instances)
@@ -1827,7 +2049,7 @@ class Subscriber:
             self.client.connect()
             self.client.subscribe(instances=self.instances, quantize=self.quantize or None,
                                   every=None if self.every == 1 else self.every,
-                                  channels=self.channels)
+                                  channels=self.channels, scene=self.scene)
             self._subscribed = True
         return self
 
@@ -2062,19 +2284,6 @@ class EndpointUnavailable(ConnectionError):
         self.cause = cause
 
 
-class IncompatibleServer(ClothdError):
-    """A server that lacks what the client needs: a :class:`ShardedClient`
-    asks each endpoint's ``hello`` when it connects and refuses one whose
-    ``commands`` do not include ``scene`` (a clothd from before scenes
-    would take ``"scene"`` as an unknown member, warn, and mix every
-    scene's instances). ``endpoint`` names it. Code
-    ``"incompatible_server"``, which the server never sends."""
-
-    def __init__(self, endpoint: str, message: str):
-        super().__init__("incompatible_server", f"clothd endpoint {endpoint}: {message}")
-        self.endpoint = endpoint
-
-
 class Scene:
     """A scene on one server: every :class:`Client` method, with the
     scene's name sent as ``"scene"`` in each request that accepts one
@@ -2122,6 +2331,11 @@ class Scene:
         return self._shards.client(self.endpoint, scene=self.name)
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        other = kwargs.get("scene")
+        if other is not None and other != self.name:
+            raise ValueError(f"scene {self.name!r}: a request for scene {other!r} does not go through "
+                             f"this handle (a sharded scene may live on another server); use a handle "
+                             f"on {other!r}")
         client = self.client
         previous, client._scene = client._scene, self.name
         try:
@@ -2157,12 +2371,24 @@ class Scene:
         """The status reply with only this scene's instances."""
         return self._call("status")
 
-    def destroy(self, instance: Optional[int] = None) -> None:
-        """Destroys one instance of the scene, or with none the whole scene."""
-        if instance is not None:
-            self._call("destroy", instance)
-        else:
-            self.request("destroy")
+    def destroy(self, instance: Optional[int] = None, **kwargs: Any) -> List[int]:
+        """Destroys one instance of the scene (or ``instances=[...]``), or
+        with none every instance of the scene; returns the destroyed ids."""
+        return self._call("destroy", instance, **kwargs)
+
+    def scene(self, *, ephemeral: Optional[bool] = None) -> Dict[str, Any]:
+        """The ``scene`` command about this scene, on its server:
+        ``ephemeral=True`` ties the scene to the connection this handle
+        goes through (for a :class:`ShardedClient`, the one shared with
+        the endpoint's other scenes: the scene goes when it closes or
+        breaks), ``False`` lets go, None only asks. Returns the reply
+        (``scene``, ``instances``, ``ephemeral``, ``owned``)."""
+        return self._call("scene", self.name, ephemeral)
+
+    def scenes(self) -> List[Dict[str, Any]]:
+        """This scene's entry of its server's ``scenes`` (``[]`` when it
+        does not exist there)."""
+        return self._call("scenes", self.name)
 
     def instances(self) -> List[int]:
         """The ids of the scene's instances (from :meth:`status`)."""
@@ -2232,7 +2458,8 @@ class ShardedClient:
     def client(self, endpoint: str, *, scene: Optional[str] = None) -> Client:
         """The connection to ``endpoint`` (one of :attr:`endpoints`),
         connected now if it is not yet (then its ``hello`` must list the
-        ``scene`` command, else :class:`IncompatibleServer`). Raises
+        ``scenes`` feature, and those of ``require=``, else
+        :class:`FeatureMissing`, an :class:`IncompatibleServer`). Raises
         :class:`EndpointUnavailable` when it cannot be reached (``scene``
         is named in the error)."""
         if endpoint not in self.endpoints:
@@ -2241,23 +2468,46 @@ class ShardedClient:
         if client is not None and client.connected:
             return client
         host, port = parse_endpoint(endpoint)
-        client = Client(host, port, **self._options)
+        options = dict(self._options)
+        options["require"] = ("scenes",) + tuple(f for f in options.get("require") or () if f != "scenes")
+        client = Client(host, port, **options)
         try:
             client.connect()
-            commands = client.hello().get("commands") or []
         except OSError as e:
             client.close()
             self._clients.pop(endpoint, None)
             raise EndpointUnavailable(endpoint, scene, e) from e
+        except FeatureMissing as e:
+            client.close()
+            if "scenes" not in e.features:
+                raise
+            raise FeatureMissing(endpoint, e.features,
+                                 "needed by ShardedClient (a clothd without scenes would take \"scene\" "
+                                 "as an unknown member and mix every scene's instances)",
+                                 client._listed()) from None
         except BaseException:
             client.close()
             raise
-        if "scene" not in commands:
-            client.close()
-            raise IncompatibleServer(endpoint, "its hello lists no \"scene\" command: sharding needs a clothd "
-                                               "with scenes (this one would mix every scene's instances)")
         self._clients[endpoint] = client
         return client
+
+    def scenes(self) -> List[Dict[str, Any]]:
+        """Every scene of every endpoint (each server's ``scenes``),
+        merged: each entry ``{"scene", "instances", "ephemeral",
+        "endpoint"}``, sorted by scene, then endpoint (a scene found on
+        two servers, left behind by a changed endpoint list, shows twice).
+        Connects to every endpoint; one that cannot be reached raises
+        :class:`EndpointUnavailable` naming it."""
+        merged: List[Dict[str, Any]] = []
+        for endpoint in self.endpoints:
+            client = self.client(endpoint)
+            try:
+                entries = client.scenes()
+            except OSError as e:
+                self._forget(endpoint, client)
+                raise EndpointUnavailable(endpoint, None, e) from e
+            merged += [dict(entry, endpoint=endpoint) for entry in entries]
+        return sorted(merged, key=lambda e: (str(e.get("scene")), e["endpoint"]))
 
     def connected(self) -> List[str]:
         """The endpoints with an open connection."""

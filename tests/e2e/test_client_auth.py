@@ -229,7 +229,7 @@ class ClothctlTokenTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertRegex(out.stdout, r"^pong from 127\.0\.0\.1:\d+ in \d+\.\d ms \(readonly access\)\n$")
         out = self.ctl("--token-file", self.readonly, "--json", "ping")
-        self.assertEqual(out.stdout, '{"id":2,"ok":true,"pong":true}\n')
+        self.assertEqual(out.stdout, '{"id":3,"ok":true,"pong":true}\n')  # 1 auth, 2 hello
         out = self.ctl("--token-file", self.readonly, "watch", "--count", "1")
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertTrue(out.stdout.startswith("instance 1 frame 1 "), out.stdout)

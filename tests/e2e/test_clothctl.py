@@ -15,9 +15,17 @@ import tempfile
 import time
 import unittest
 
-from server import REPO, ServerTestCase
+from server import REPO, ServerTestCase, fresh_server
 
 CLOTHCTL = os.path.join(REPO, "clients", "python", "clothctl.py")
+
+
+def wait_until(check, what: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.02)
 
 
 def free_port() -> int:
@@ -300,6 +308,125 @@ class ClothctlTest(ServerTestCase):
         self.assertIn("=== Cloth Simulation ===", out.stdout, "went on after the error")
         self.assertEqual(out.stderr, "clothctl: not_found: instance: no instance 4000000\n")
         self.c.destroy(cid)
+
+
+class ClothctlScenesTest(ServerTestCase):
+    """scenes, scene NAME [--hold|--release], create --ephemeral, and
+    --scene on create, get, watch, save, record, step, status, destroy."""
+
+    ctl = ClothctlTest.ctl
+    ok = ClothctlTest.ok
+
+    def live(self) -> set:
+        return {s["instance"] for s in self.c.status()["instances"]}
+
+    def test_scenes_and_scene_show_what_the_server_holds(self):
+        a = self.c.create_cloth(width=3, height=3, scene="ctl-a")
+        b = self.c.create_cloth(width=3, height=3, scene="ctl-a")
+        held = self.c.create_cloth(width=3, height=3, scene="ctl-held")
+        self.addCleanup(lambda: self.c.destroy(instances=[a, b, held]))
+        self.c.scene("ctl-held", ephemeral=True)  # this test's connection holds it
+        lines = self.ok("scenes").splitlines()
+        self.assertIn("ctl-a     2 instances", [ln.rstrip() for ln in lines])
+        self.assertIn("ctl-held  1 instance  (held by a connection)", lines)
+        self.assertEqual(json.loads(self.ok("--json", "scenes"))["scenes"], self.c.scenes())
+        self.assertEqual(self.ok("scene", "ctl-a"), f"scene ctl-a: instances {a} {b} (not held)\n")
+        self.assertEqual(self.ok("scene", "ctl-held"),
+                         f"scene ctl-held: instances {held} (held by another connection)\n")
+        self.assertEqual(self.ok("scene", "ctl-none"), "scene ctl-none: no instances (not held)\n")
+        self.assertEqual(json.loads(self.ok("scene", "ctl-a", "--json"))["instances"], [a, b])
+        out = self.ctl("scene", "ctl-held", "--release")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("tied to another connection", out.stderr)
+        out = self.ctl("scene", "no spaces")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("invalid_argument: scene:", out.stderr)
+
+    def test_a_one_shot_command_refuses_what_would_die_with_it(self):
+        before = self.live()
+        for args in (["create", "--ephemeral"], ["scene", "ctl-x", "--hold"], ["scene", "x", "--hold", "--release"]):
+            out = self.ctl(*args)
+            self.assertEqual(out.returncode, 2, args)
+            self.assertEqual(out.stdout, "")
+        self.assertIn("would be destroyed as soon as this command ends", self.ctl("create", "--ephemeral").stderr)
+        self.assertEqual(self.live(), before, "nothing was created")
+        self.assertEqual(self.c.scenes("ctl-x"), [])
+
+    def test_a_session_holds_its_scene_and_ephemeral_instances_until_it_ends(self):
+        out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(self.server.port)],
+                             input="scene ctl-s --hold\n"
+                                   "create --width 3 --height 3 --scene ctl-s\n"
+                                   "create --width 3 --height 3 --scene ctl-e --ephemeral\n"
+                                   "scene ctl-r --hold\n"
+                                   "create --width 3 --height 3 --scene ctl-r\n"
+                                   "scene ctl-r --release\n"
+                                   "scene ctl-s\n"
+                                   "scenes\n",
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual((out.returncode, out.stderr), (0, ""))
+        lines = out.stdout.splitlines()
+        self.assertEqual(lines[0], "scene ctl-s: no instances (held by this session: its instances go when it ends)")
+        s = int(re.fullmatch(r"instance (\d+): 9 particles, 26 constraints, scene ctl-s", lines[1]).group(1))
+        e = int(re.fullmatch(r"instance (\d+): 9 particles, 26 constraints, scene ctl-e, ephemeral "
+                             r"\(destroyed when this session ends\)", lines[2]).group(1))
+        r = int(re.fullmatch(r"instance (\d+): .*, scene ctl-r", lines[4]).group(1))
+        self.assertEqual(lines[5], f"scene ctl-r: instances {r} (not held)")
+        self.assertEqual(lines[6], f"scene ctl-s: instances {s} (held by this session: its instances go when it ends)")
+        self.assertIn("ctl-s  1 instance  (held by a connection)", lines[7:])
+        # The session is over: what it held went with it; the released scene stays.
+        wait_until(lambda: not ({s, e} & self.live()), "the session's instances destroyed with it")
+        self.assertIn(r, self.live())
+        self.assertEqual(self.c.scenes("ctl-s") + self.c.scenes("ctl-e"), [])
+        self.assertEqual(self.c.destroy(scene="ctl-r"), [r])
+
+    def test_get_step_status_and_destroy_take_a_scene(self):
+        i = self.c.create_cloth(width=3, height=3, scene="ctl-g")
+        j = self.c.create_cloth(width=3, height=3, scene="ctl-other")
+        self.addCleanup(lambda: self.c.destroy(j))
+        self.assertTrue(self.ok("get", str(i), "--scene", "ctl-g").startswith(f"Cloth {i}: 3x3, frame 0"))
+        out = self.ctl("get", str(j), "--scene", "ctl-g")
+        self.assertEqual((out.returncode, out.stderr),
+                         (1, f'clothctl: not_found: instance: instance {j} is not in scene "ctl-g"\n'))
+        self.assertEqual(self.ok("step", "--scene", "ctl-g"), "1 step of 0.016666668 s: 1 instance stepped\n")
+        self.assertIn(f"  Cloth {i}: 9 particles", self.ok("status", "--scene", "ctl-g"))
+        self.assertEqual(self.ok("destroy", "--scene", "ctl-g"), f"destroyed 1 instance of scene ctl-g: {i}\n")
+
+    def test_watch_a_scene_sees_its_instances_only(self):
+        i = self.c.create_cloth(width=3, height=3, scene="ctl-w")
+        j = self.c.create_cloth(width=3, height=3, scene="ctl-other")
+        self.addCleanup(lambda: self.c.destroy(instances=[i, j]))
+        proc = subprocess.Popen([sys.executable, CLOTHCTL, "--port", str(self.server.port), "watch", "--scene",
+                                 "ctl-w", "--count", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = proc.stdout.readline()  # the current frame: subscribed by now
+        self.c.step(1 / 60, instances=[i, j])
+        rest, err = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("watching every instance of scene ctl-w", err)
+        self.assertTrue(first.startswith(f"instance {i} frame 0 "), first)
+        self.assertTrue(rest.startswith(f"instance {i} frame 1 "), rest)
+        out = self.ctl("watch", str(j), "--scene", "ctl-w", "--count", "1")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn(f'instance {j} is not in scene "ctl-w"', out.stderr)
+
+    def test_save_and_record_take_a_scene_and_need_a_data_dir(self):
+        out = self.ctl("save", "snap", "--scene", "ctl-a")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn(f'clothctl: incompatible_server: clothd endpoint 127.0.0.1:{self.server.port}: lacks the '
+                      f'feature "snapshots"', out.stderr)
+        self.assertIn("--data-dir", out.stderr)
+        with tempfile.TemporaryDirectory() as data:
+            srv = fresh_server(self, "--data-dir", data)
+            c = srv.client()
+            self.addCleanup(c.close)
+            i = c.create_cloth(width=3, height=3, scene="ctl-d")
+            c.create_cloth(width=3, height=3)
+            port = ["--port", str(srv.port)]
+            self.assertRegex(self.ok(*port, "save", "snap", "--scene", "ctl-d", port=False),
+                             r"^saved 1 instance\(s\) as snap \(\d+ bytes\)\n$")
+            self.assertEqual(sorted(os.listdir(data)), ["snap.cds"])
+            self.assertEqual(self.ok(*port, "record", "j", "--scene", "ctl-d", port=False),
+                             f"recording instances {i} to j\n")
+            self.assertTrue(self.ok(*port, "record", "--stop", port=False).startswith("recorded 0 frame(s) to j"))
 
 
 class PtySession:

@@ -19,7 +19,7 @@ class TextLogTest(unittest.TestCase):
     def test_info_logs_start_one_line_per_connection_and_stop(self):
         srv = Server("--max-connections", "7", "--slow-step-ms", "80").start()
         try:
-            c = srv.client()
+            c = srv.client(handshake=False)  # no hello: the requests counted are this test's
             local = "%s:%d" % c.sock.getsockname()[:2]
             cid = c.create_cloth(width=4, height=4)
             for _ in range(40):
@@ -79,7 +79,7 @@ class JsonDebugLogTest(unittest.TestCase):
     def test_json_lines_and_rejected_requests_at_debug_without_payload(self):
         srv = fresh_server(self, "--log-format", "json", "--log-level", "debug")
         secret = "PAYLOAD-7f3a"
-        with srv.client() as c:
+        with srv.client(handshake=False) as c:  # no hello: the requests counted are this test's
             c.send_json({"id": secret, "cmd": "get", "instance": 99, "note": secret})
             self.assertEqual(c.read_reply()["error"]["code"], "not_found")
             c.send_raw(('{"cmd":"create","width":"' + secret + '"}\n').encode())
@@ -132,11 +132,11 @@ class WarnLogTest(unittest.TestCase):
             token.write("a-token-of-enough-length-0123\n")
             token.flush()
             srv = fresh_server(self, "--max-connections", "1", "--token-file", token.name)
-            keep = srv.client()
+            keep = srv.client(handshake=False)  # no hello: the one unauthorized request is the step
             self.addCleanup(keep.close)
             keep.send_json({"cmd": "step"})
             self.assertEqual(keep.read_reply()["error"]["code"], "unauthorized")
-            extra = Client(srv.host, srv.port, timeout=5).connect()
+            extra = Client(srv.host, srv.port, timeout=5, handshake=False).connect()
             self.assertEqual(extra.read_reply()["error"]["code"], "limit_exceeded")
             extra.close()
             limit = wait_for(lambda: events(text_lines(srv), "limit"), what="the limit line")[0]

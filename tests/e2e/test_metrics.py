@@ -78,7 +78,7 @@ class StatsCommandTest(unittest.TestCase):
             open(full, "w").write("full-token-0123456789\n")
             open(ro, "w").write("readonly-token-0123456789\n")
             srv = fresh_server(self, "--token-file", full, "--readonly-token-file", ro)
-            c = srv.client()
+            c = srv.client(handshake=False)  # no hello before auth: the one refused request is stats
             self.addCleanup(c.close)
             c.send_json({"cmd": "stats"})
             self.assertEqual(c.read_reply()["error"]["code"], "unauthorized")

@@ -216,13 +216,17 @@ class ReconnectTest(unittest.TestCase):
         self.addCleanup(c.close)
         c.status()
         self.proxy.mute = True  # the server's reply never arrives...
-        timer = threading.Timer(0.3, self.proxy.cut)  # ...and then the connection drops
+
+        def drop() -> None:  # ...and then the connection drops; the next one is heard (its hello)
+            self.proxy.mute = False
+            self.proxy.cut()
+
+        timer = threading.Timer(0.3, drop)
         timer.start()
         self.addCleanup(timer.cancel)
         with self.assertRaises(ConnectionClosed) as cm:
             c.create_cloth(width=3, height=3)
         self.assertTrue(cm.exception.reconnected)
-        self.proxy.mute = False
         # The create ran once on the server, and was not sent again.
         self.assertEqual(len(c.status()["instances"]), 1)
         self.assertEqual(c.reconnects, 1)

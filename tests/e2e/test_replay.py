@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from clothd import ClothdError, Subscriber
+from clothd import ClothdError, FeatureMissing, Subscriber
 from server import fresh_server
 
 FRAMES = 1000
@@ -200,10 +200,13 @@ class JournalsTest(unittest.TestCase):
             self.assertEqual((after["frame"], after["positions"]), (before["frame"], before["positions"]))
         bare = fresh_server(self)
         with bare.client() as c:
-            with self.assertRaises(ClothdError) as ctx:
+            reply = c.exchange({"cmd": "journals"})  # the server's own answer
+            self.assertEqual(reply["error"]["code"], "invalid_argument")
+            self.assertIn("without --data-dir", reply["error"]["message"])
+            with self.assertRaises(FeatureMissing) as ctx:  # the client's, before sending
                 c.journals()
-            self.assertEqual(ctx.exception.code, "invalid_argument")
-            self.assertIn("without --data-dir", str(ctx.exception))
+            self.assertEqual(ctx.exception.features, ("recording",))
+            self.assertIn("--data-dir", str(ctx.exception))
 
 
 def recorded_frame0(recorded, iid):

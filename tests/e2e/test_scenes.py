@@ -371,6 +371,22 @@ class PythonClientSceneTest(ServerTestCase):
             self.assertRegex(out.stdout, r"^bottom row height: -0\.9\d*")
             wait_until(lambda: "readme-py" not in scenes_of(self.c), what="the snippet's curtain gone")
 
+    def test_the_python_client_readme_snippet_leaves_nothing_behind_run_twice(self):
+        readme = open(os.path.join(REPO, "clients", "python", "README.md")).read()
+        code = re.search(r"## Scripting.*?```python\n(.*?)```", readme, re.S).group(1)
+        self.assertIn('Client("127.0.0.1", 7878', code)
+        code = code.replace('Client("127.0.0.1", 7878', f'Client("127.0.0.1", {self.server.port}')
+        before = live_ids(self.c)
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", code], cwd=os.path.join(REPO, "clients", "python"),
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            lines = out.stdout.splitlines()
+            self.assertEqual([int(ln.split()[0]) for ln in lines[:-1]], [0, 10, 20, 30, 40, 50, 60])
+            self.assertEqual(lines[-1], "not_found instance: no instance 12345")
+            wait_until(lambda: "readme-client" not in scenes_of(self.c), what="the snippet's scene gone")
+            self.assertEqual(live_ids(self.c), before, "no instance left behind")
+
     def ctl(self, *args):
         out = subprocess.run([sys.executable, CLOTHCTL, "--port", str(self.server.port), *args],
                              capture_output=True, text=True, timeout=30)

@@ -14,8 +14,8 @@ import unittest
 from server import REPO
 
 import clothd
-from clothd import (Client, EndpointUnavailable, IncompatibleServer, Scene, ShardedClient, parse_endpoint,
-                    place_scene, rendezvous_weight)
+from clothd import (Client, EndpointUnavailable, FeatureMissing, IncompatibleServer, Scene, ShardedClient,
+                    parse_endpoint, place_scene, rendezvous_weight)
 
 VECTORS = os.path.join(REPO, "protocol", "placement_vectors.json")
 
@@ -174,6 +174,16 @@ class SceneStampTest(unittest.TestCase):
         with self.assertRaises(AttributeError):
             scene.no_such_method()
 
+    def test_a_scene_handle_should_refuse_a_request_for_another_scene(self):
+        shards = ShardedClient(RendezvousPropertiesTest.EPS)
+        capes = shards.scene("npc-capes")
+        for call in (lambda: capes.step(scene="flags"), lambda: capes.create_cloth(scene="flags"),
+                     lambda: capes.request("destroy", scene="flags")):
+            with self.assertRaises(ValueError) as cm:
+                call()
+            self.assertIn("'flags'", str(cm.exception))
+        self.assertEqual(shards.connected(), [], "refused before connecting")
+
     def test_a_down_endpoint_should_be_named_in_the_error(self):
         shards = ShardedClient(["127.0.0.1:1"], timeout=0.5)
         with self.assertRaises(EndpointUnavailable) as cm:
@@ -187,7 +197,7 @@ class SceneStampTest(unittest.TestCase):
         self.assertEqual(shards.connected(), [])
 
     def test_a_server_without_scenes_should_be_refused_naming_it(self):
-        # A fake clothd from before scenes: its hello lists no "scene".
+        # A fake clothd from before scenes: its hello lists no "scenes" feature.
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
@@ -208,10 +218,12 @@ class SceneStampTest(unittest.TestCase):
         try:
             with self.assertRaises(IncompatibleServer) as cm:
                 shards.scene("npc-capes").create_cloth(width=4, height=4)
+            self.assertIsInstance(cm.exception, FeatureMissing)
+            self.assertEqual(cm.exception.features, ("scenes",))
             self.assertEqual(cm.exception.endpoint, f"127.0.0.1:{port}")
             self.assertEqual(cm.exception.code, "incompatible_server")
             self.assertIn(f"127.0.0.1:{port}", str(cm.exception))
-            self.assertIn('"scene"', str(cm.exception))
+            self.assertIn('lacks the feature "scenes" (needed by ShardedClient', str(cm.exception))
             self.assertEqual(shards.connected(), [])
         finally:
             shards.close()

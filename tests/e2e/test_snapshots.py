@@ -304,8 +304,12 @@ class SnapshotCommands(unittest.TestCase):
     def test_without_a_data_dir_save_should_say_so(self):
         srv = fresh_server(self)
         with srv.client() as c:
-            code, msg = self.error(c, "save", name="x")
-            self.assertEqual(code, "invalid_argument")
+            reply = c.exchange({"cmd": "save", "name": "x"})  # the server's own answer
+            self.assertEqual(reply["error"]["code"], "invalid_argument")
+            self.assertIn("--data-dir", reply["error"]["message"])
+            code, msg = self.error(c, "save", name="x")  # the client's, before sending
+            self.assertEqual(code, "incompatible_server")
+            self.assertIn('lacks the feature "snapshots"', msg)
             self.assertIn("--data-dir", msg)
 
     def test_load_should_refuse_ids_in_use_unless_replace(self):

@@ -86,14 +86,19 @@ print(len(vectors), clothd.__version__)
 
 TYPED_OK = """
 import clothd
-with clothd.Client("127.0.0.1", 7878) as c:
-    cloth: int = c.create_cloth(width=4, height=4)
+with clothd.Client("127.0.0.1", 7878, require=["scenes"]) as c:
+    cloth: int = c.create_cloth(width=4, height=4, scene="s", ephemeral=True)
     state: clothd.InstanceState = c.get(cloth)
     n: int = state.count
+    limit: int = c.limits["particles"]
+    known: bool = "mesh" in c.features and c.has_feature("skin")
 try:
     c.get(1)
 except clothd.NotFound as e:
     code: str = e.code
+except clothd.FeatureMissing as f:
+    missing: tuple = f.features
+    where: str = f.endpoint
 """
 TYPED_WRONG = """
 import clothd
