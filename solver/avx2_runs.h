@@ -9,6 +9,8 @@
 #define CLOTHD_SOLVER_AVX2_RUNS_H
 
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #define CD_AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
 
@@ -26,6 +28,45 @@ CD_AVX2_INLINE void cd_avx2_load_run(const float *p, __m256 *x, __m256 *y, __m25
     *x = _mm256_shuffle_ps(m03, xy, _MM_SHUFFLE(2, 0, 3, 0));
     *y = _mm256_shuffle_ps(yz, xy, _MM_SHUFFLE(3, 1, 2, 0));
     *z = _mm256_shuffle_ps(yz, m25, _MM_SHUFFLE(3, 0, 3, 1));
+}
+
+/* True when idx[0..7] are first, first + 1, ..., first + 7: a run. */
+CD_AVX2_INLINE bool cd_avx2_is_run(__m256i idx, uint32_t first)
+{
+    const __m256i want = _mm256_add_epi32(_mm256_set1_epi32((int)first),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(idx, want)) == 0xFFFFFFFFu;
+}
+
+/* One particle's x y z and a zero: an 8-byte and a 4-byte load, exactly
+ * its 12 bytes. (One 16-byte load would also read the next particle's x,
+ * which another thread may be writing when a colour is split across
+ * threads: team.c. Unused, but a data race all the same.) */
+CD_AVX2_INLINE __m128 cd_avx2_load_particle(const float *p)
+{
+    const __m128 xy = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)p);
+    return _mm_movelh_ps(xy, _mm_load_ss(p + 2));
+}
+
+/* x, y, z of the 8 particles idx[0..7], anywhere: loaded one by one and
+ * transposed 4 x 4 in each 128-bit half (cheaper than 6 gathers on the
+ * EPYC we measure: bench/README.md section 7). */
+CD_AVX2_INLINE void cd_avx2_load_indexed(const float *pos, const uint32_t *idx, __m256 *x,
+                                         __m256 *y, __m256 *z)
+{
+#define CD_P(l) cd_avx2_load_particle(pos + 3 * (size_t)idx[l])
+    const __m256 r0 = _mm256_insertf128_ps(_mm256_castps128_ps256(CD_P(0)), CD_P(4), 1);
+    const __m256 r1 = _mm256_insertf128_ps(_mm256_castps128_ps256(CD_P(1)), CD_P(5), 1);
+    const __m256 r2 = _mm256_insertf128_ps(_mm256_castps128_ps256(CD_P(2)), CD_P(6), 1);
+    const __m256 r3 = _mm256_insertf128_ps(_mm256_castps128_ps256(CD_P(3)), CD_P(7), 1);
+#undef CD_P
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1); /* x0 x1 y0 y1 | x4 x5 y4 y5 */
+    const __m256 t1 = _mm256_unpackhi_ps(r0, r1); /* z0 z1 .. .. | z4 z5 .. .. */
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
+    const __m256 t3 = _mm256_unpackhi_ps(r2, r3);
+    *x = _mm256_shuffle_ps(t0, t2, 0x44);
+    *y = _mm256_shuffle_ps(t0, t2, 0xEE);
+    *z = _mm256_shuffle_ps(t1, t3, 0x44);
 }
 
 /* The inverse of cd_avx2_load_run: exactly the run's 24 floats. */

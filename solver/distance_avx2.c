@@ -16,6 +16,18 @@
  * stores only its real lanes; the padding (particle 0 to itself) is
  * computed and dropped.
  *
+ * Two shapes skip the particle-by-particle moves. A run: 8 consecutive
+ * a-ends or b-ends (a grid's vertical and diagonal links), one run load
+ * and store (avx2_runs.h). A window: a block whose 16 ends are exactly 16
+ * consecutive particles, as a grid row's horizontal links are (a colour of
+ * structural links pairs 0-1 2-3 ..., one of bending links 0-2 1-3 4-6
+ * 5-7 ...): two run loads, a shuffle that deals the particles to their
+ * ends and a 64-bit lane permute that puts them in slot order, and the
+ * same backwards to store. Every particle of a window is an end of exactly
+ * one of the block's constraints, so the window's stores overwrite no one
+ * else's work. (Before windows, those blocks were a third of a curtain's
+ * and cost the most: perf, bench_clothd smallsteps 64 8 1.)
+ *
  * A lane the reference skips (both ends pinned, coincident ends, XPBD's
  * zero denominator) keeps its positions and multiplier exactly: its
  * results are blended away rather than multiplied by zero. */
@@ -29,48 +41,81 @@
 
 #define AVX2 __attribute__((target("avx2")))
 
+/* How a block's 16 ends lie in the window of 16 consecutive particles. */
+enum window_shape {
+    NO_WINDOW,
+    WINDOW_PAIRS, /* a = first + 0 2 4 ... 14, b = a + 1 */
+    WINDOW_QUADS, /* a = first + 0 1 4 5 8 9 12 13, b = a + 2 */
+};
+
 typedef struct block {
     __m256 xa, ya, za, xb, yb, zb;
     __m256 wa, wb;
     __m256 dx, dy, dz, d2;
     bool run_a, run_b; /* the 8 ends are consecutive particles */
+    enum window_shape window;
 } block;
 
-/* True when idx[0..7] are idx[0], idx[0] + 1, ..., idx[0] + 7. */
-AVX2 static inline bool is_run(__m256i idx, uint32_t first)
+AVX2 static inline enum window_shape window_of(__m256i ia, __m256i ib, uint32_t first)
 {
-    const __m256i want = _mm256_add_epi32(_mm256_set1_epi32((int)first),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi32(idx, want)) == 0xFFFFFFFFu;
+    const __m256i base = _mm256_set1_epi32((int)first);
+    const __m256i pairs = _mm256_add_epi32(base, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    const __m256i quads = _mm256_add_epi32(base, _mm256_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13));
+    const __m256i one = _mm256_set1_epi32(1), two = _mm256_set1_epi32(2);
+    if ((uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
+            _mm256_cmpeq_epi32(ia, pairs), _mm256_cmpeq_epi32(ib, _mm256_add_epi32(pairs, one)))) ==
+        0xFFFFFFFFu)
+        return WINDOW_PAIRS;
+    if ((uint32_t)_mm256_movemask_epi8(_mm256_and_si256(
+            _mm256_cmpeq_epi32(ia, quads), _mm256_cmpeq_epi32(ib, _mm256_add_epi32(quads, two)))) ==
+        0xFFFFFFFFu)
+        return WINDOW_QUADS;
+    return NO_WINDOW;
 }
 
-/* One particle's x y z and a zero: an 8-byte and a 4-byte load, exactly
- * its 12 bytes. (One 16-byte load would also read the next particle's x,
- * which another thread may be writing when a colour is split across
- * threads: team.c. Unused, but a data race all the same.) */
-AVX2 static inline __m128 load_particle(const float *p)
+/* Slot order from a shuffle's (0 1 4 5 2 3 6 7) and back: 64-bit lanes
+ * 0 2 1 3 (its own inverse). */
+AVX2 static inline __m256 slot_order(__m256 v)
 {
-    const __m128 xy = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)p);
-    return _mm_movelh_ps(xy, _mm_load_ss(p + 2));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
 }
 
-/* x, y, z of 8 particles, transposed 4 x 4 in each 128-bit half. */
-AVX2 static inline void load_xyz(const float *pos, const uint32_t *idx, __m256 *x, __m256 *y,
-                                 __m256 *z)
+/* The a-ends and b-ends of a window from its two halves lo (particles
+ * first..first + 7) and hi (first + 8..first + 15), in slot order. */
+AVX2 static inline void deal(enum window_shape shape, __m256 lo, __m256 hi, __m256 *a, __m256 *b)
 {
-#define P(l) load_particle(pos + 3 * (size_t)idx[l])
-    const __m256 r0 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(0)), P(4), 1);
-    const __m256 r1 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(1)), P(5), 1);
-    const __m256 r2 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(2)), P(6), 1);
-    const __m256 r3 = _mm256_insertf128_ps(_mm256_castps128_ps256(P(3)), P(7), 1);
-#undef P
-    const __m256 t0 = _mm256_unpacklo_ps(r0, r1); /* x0 x1 y0 y1 | x4 x5 y4 y5 */
-    const __m256 t1 = _mm256_unpackhi_ps(r0, r1); /* z0 z1 .. .. | z4 z5 .. .. */
-    const __m256 t2 = _mm256_unpacklo_ps(r2, r3);
-    const __m256 t3 = _mm256_unpackhi_ps(r2, r3);
-    *x = _mm256_shuffle_ps(t0, t2, 0x44);
-    *y = _mm256_shuffle_ps(t0, t2, 0xEE);
-    *z = _mm256_shuffle_ps(t1, t3, 0x44);
+    if (shape == WINDOW_PAIRS) {
+        *a = slot_order(_mm256_shuffle_ps(lo, hi, 0x88)); /* evens */
+        *b = slot_order(_mm256_shuffle_ps(lo, hi, 0xDD)); /* odds */
+    } else {
+        *a = slot_order(_mm256_shuffle_ps(lo, hi, 0x44)); /* 0 1 of each 4 */
+        *b = slot_order(_mm256_shuffle_ps(lo, hi, 0xEE)); /* 2 3 of each 4 */
+    }
+}
+
+/* The inverse of deal. */
+AVX2 static inline void undeal(enum window_shape shape, __m256 a, __m256 b, __m256 *lo, __m256 *hi)
+{
+    a = slot_order(a);
+    b = slot_order(b);
+    if (shape == WINDOW_PAIRS) {
+        *lo = _mm256_unpacklo_ps(a, b);
+        *hi = _mm256_unpackhi_ps(a, b);
+    } else {
+        *lo = _mm256_shuffle_ps(a, b, 0x44);
+        *hi = _mm256_shuffle_ps(a, b, 0xEE);
+    }
+}
+
+AVX2 static inline void load_window(block *k, const float *pos, const float *w, uint32_t first)
+{
+    __m256 x0, y0, z0, x1, y1, z1;
+    cd_avx2_load_run(pos + 3 * (size_t)first, &x0, &y0, &z0);
+    cd_avx2_load_run(pos + 3 * (size_t)(first + 8), &x1, &y1, &z1);
+    deal(k->window, x0, x1, &k->xa, &k->xb);
+    deal(k->window, y0, y1, &k->ya, &k->yb);
+    deal(k->window, z0, z1, &k->za, &k->zb);
+    deal(k->window, _mm256_loadu_ps(w + first), _mm256_loadu_ps(w + first + 8), &k->wa, &k->wb);
 }
 
 AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
@@ -78,20 +123,25 @@ AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
 {
     const __m256i ia = _mm256_load_si256((const __m256i *)a);
     const __m256i ib = _mm256_load_si256((const __m256i *)b);
-    k->run_a = is_run(ia, a[0]);
-    k->run_b = is_run(ib, b[0]);
-    if (k->run_a) {
+    k->run_a = cd_avx2_is_run(ia, a[0]);
+    k->run_b = cd_avx2_is_run(ib, b[0]);
+    k->window = k->run_a || k->run_b ? NO_WINDOW : window_of(ia, ib, a[0]);
+    if (k->window != NO_WINDOW) {
+        load_window(k, pos, w, a[0]);
+    } else if (k->run_a) {
         cd_avx2_load_run(pos + 3 * (size_t)a[0], &k->xa, &k->ya, &k->za);
         k->wa = _mm256_loadu_ps(w + a[0]);
     } else {
-        load_xyz(pos, a, &k->xa, &k->ya, &k->za);
+        cd_avx2_load_indexed(pos, a, &k->xa, &k->ya, &k->za);
         k->wa = _mm256_i32gather_ps(w, ia, 4);
     }
-    if (k->run_b) {
+    if (k->window != NO_WINDOW) {
+        /* loaded with the a-ends */
+    } else if (k->run_b) {
         cd_avx2_load_run(pos + 3 * (size_t)b[0], &k->xb, &k->yb, &k->zb);
         k->wb = _mm256_loadu_ps(w + b[0]);
     } else {
-        load_xyz(pos, b, &k->xb, &k->yb, &k->zb);
+        cd_avx2_load_indexed(pos, b, &k->xb, &k->yb, &k->zb);
         k->wb = _mm256_i32gather_ps(w, ib, 4);
     }
     k->dx = _mm256_sub_ps(k->xb, k->xa);
@@ -158,6 +208,15 @@ AVX2 static inline void store_block(const block *k, float *pos, const uint32_t *
     const __m256 xb = MOVE(xb, dx, sb, _mm256_add_ps), yb = MOVE(yb, dy, sb, _mm256_add_ps),
                  zb = MOVE(zb, dz, sb, _mm256_add_ps);
 #undef MOVE
+    if (k->window != NO_WINDOW) { /* 8 real lanes: padding makes no window */
+        __m256 x0, y0, z0, x1, y1, z1;
+        undeal(k->window, xa, xb, &x0, &x1);
+        undeal(k->window, ya, yb, &y0, &y1);
+        undeal(k->window, za, zb, &z0, &z1);
+        cd_avx2_store_run(pos + 3 * (size_t)a[0], x0, y0, z0);
+        cd_avx2_store_run(pos + 3 * (size_t)(a[0] + 8), x1, y1, z1);
+        return;
+    }
     /* A run is never padded (padding is particle 0 after a real lane), so
      * its block has 8 real lanes and owns all 24 floats it stores. */
     if (k->run_a)

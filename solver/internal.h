@@ -369,6 +369,10 @@ cd_aero_kernel cd_aero_plate_avx2;
  * particle it left to the scalar loop (fewer than 8 remain). */
 uint32_t cd_integrate_avx2(float *pos, float *prev, float *residual, const float *inv_mass,
                            uint32_t begin, uint32_t end, float keep, const float accel[3]);
+/* The tethers' pass over particles [begin, end) 8 at a time, as pins.c's
+ * loop does it; returns the first particle it left to the scalar loop. */
+uint32_t cd_tethers_avx2(float *pos, const uint32_t *anchor, const float *length,
+                         uint32_t begin, uint32_t end);
 #endif
 void cd_stage_solve_tethers(cd_instance *inst);
 /* Skinning (skin.c): this substep's skinned positions (kinematic particles

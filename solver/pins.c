@@ -369,7 +369,12 @@ static void tether_block(cd_instance *inst, const void *ctx, uint32_t block)
     const float *restrict length = inst->tether_length;
     uint32_t begin, end;
     cd_particle_block(inst, block, &begin, &end);
-    for (uint32_t i = begin; i < end; i++) {
+    uint32_t i = begin;
+#ifdef CD_HAVE_AVX2_KERNELS
+    if (strcmp(cd_solver_simd_path(), "avx2") == 0) /* the same bits, 8 at a time */
+        i = cd_tethers_avx2(pos, anchor, length, begin, end);
+#endif
+    for (; i < end; i++) {
         const uint32_t a = anchor[i];
         if (a == CD_NO_ANCHOR)
             continue;
