@@ -118,7 +118,7 @@ AVX2 static inline void load_window(block *k, const float *pos, const float *w, 
     deal(k->window, _mm256_loadu_ps(w + first), _mm256_loadu_ps(w + first + 8), &k->wa, &k->wb);
 }
 
-AVX2 static inline void gather_block(block *k, const float *pos, const float *w,
+AVX2 __attribute__((always_inline)) static inline void gather_block(block *k, const float *pos, const float *w,
                                      const uint32_t *a, const uint32_t *b)
 {
     const __m256i ia = _mm256_load_si256((const __m256i *)a);
@@ -198,7 +198,7 @@ AVX2 static inline void store_lanes(float *pos, const uint32_t *idx, __m256 x, _
         store_xyz(&pos[3 * (size_t)idx[l]], v[l]);
 }
 
-AVX2 static inline void store_block(const block *k, float *pos, const uint32_t *a,
+AVX2 __attribute__((always_inline)) static inline void store_block(const block *k, float *pos, const uint32_t *a,
                                     const uint32_t *b, __m256 sa, __m256 sb, __m256 valid,
                                     uint32_t lanes)
 {
