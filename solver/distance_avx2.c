@@ -13,8 +13,9 @@
  * transposes back and stores each corrected position (8 + 4 bytes, never
  * the next particle's x) lane by lane: no two constraints of a colour share
  * a particle, so no lane overwrites another's work. A colour's last block
- * stores only its real lanes; the padding (particle 0 to itself) is
- * computed and dropped.
+ * stores only its real lanes; its padding lanes (particle 0 to itself in
+ * the arrays) are computed on the block's own first ends and dropped
+ * (gather_block says why).
  *
  * Two shapes skip the particle-by-particle moves. A run: 8 consecutive
  * a-ends or b-ends (a grid's vertical and diagonal links), one run load
@@ -118,9 +119,27 @@ AVX2 static inline void load_window(block *k, const float *pos, const float *w, 
     deal(k->window, _mm256_loadu_ps(w + first), _mm256_loadu_ps(w + first + 8), &k->wa, &k->wb);
 }
 
-AVX2 __attribute__((always_inline)) static inline void gather_block(block *k, const float *pos, const float *w,
-                                     const uint32_t *a, const uint32_t *b)
+/* `lanes` < 8: a colour's last block, whose padding slots name particle 0
+ * to itself. Particle 0 may be an end of this colour's constraints in
+ * another thread's block (team.c), so the padding lanes read this block's
+ * own first ends instead, and their distance is zeroed: inert lanes,
+ * computed and dropped, that touch nothing another thread writes. */
+AVX2 __attribute__((always_inline)) static inline void gather_block(block *k, const float *pos,
+                                                                    const float *w,
+                                                                    const uint32_t *a,
+                                                                    const uint32_t *b,
+                                                                    uint32_t lanes)
 {
+    uint32_t own_a[CD_LANES] __attribute__((aligned(32)));
+    uint32_t own_b[CD_LANES] __attribute__((aligned(32)));
+    if (lanes < CD_LANES) {
+        for (uint32_t l = 0; l < CD_LANES; l++) {
+            own_a[l] = a[l < lanes ? l : 0];
+            own_b[l] = b[l < lanes ? l : 0];
+        }
+        a = own_a;
+        b = own_b;
+    }
     const __m256i ia = _mm256_load_si256((const __m256i *)a);
     const __m256i ib = _mm256_load_si256((const __m256i *)b);
     k->run_a = cd_avx2_is_run(ia, a[0]);
@@ -150,6 +169,11 @@ AVX2 __attribute__((always_inline)) static inline void gather_block(block *k, co
     /* dx dx + dy dy + dz dz, left to right as the reference */
     k->d2 = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(k->dx, k->dx), _mm256_mul_ps(k->dy, k->dy)),
                           _mm256_mul_ps(k->dz, k->dz));
+    if (lanes < CD_LANES) { /* padding: no distance, so no projection (valid is false) */
+        const __m256i real = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)lanes),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        k->d2 = _mm256_and_ps(k->d2, _mm256_castsi256_ps(real));
+    }
 }
 
 /* One particle: x y from the low half, z from lane 2 (12 bytes written,
@@ -280,16 +304,16 @@ AVX2 static inline scales xpbd_scales(const block *q, const float *rest, float *
     for (; i + CD_LANES < end; i += 2 * CD_LANES) {                                           \
         const uint32_t j = i + CD_LANES;                                                      \
         block q0, q1;                                                                         \
-        gather_block(&q0, pos, w, c->a + i, c->b + i);                                        \
-        gather_block(&q1, pos, w, c->a + j, c->b + j);                                        \
+        const uint32_t lanes1 = end - j < CD_LANES ? end - j : CD_LANES;                      \
+        gather_block(&q0, pos, w, c->a + i, c->b + i, CD_LANES);                              \
+        gather_block(&q1, pos, w, c->a + j, c->b + j, lanes1);                                \
         const scales s0 = SCALES_OF(q0, i), s1 = SCALES_OF(q1, j);                            \
         store_block(&q0, pos, c->a + i, c->b + i, s0.sa, s0.sb, s0.valid, CD_LANES);          \
-        store_block(&q1, pos, c->a + j, c->b + j, s1.sa, s1.sb, s1.valid,                     \
-                    end - j < CD_LANES ? end - j : CD_LANES);                                 \
+        store_block(&q1, pos, c->a + j, c->b + j, s1.sa, s1.sb, s1.valid, lanes1);            \
     }                                                                                         \
     if (i < end) {                                                                            \
         block q;                                                                              \
-        gather_block(&q, pos, w, c->a + i, c->b + i);                                         \
+        gather_block(&q, pos, w, c->a + i, c->b + i, end - i);                                \
         const scales s = SCALES_OF(q, i);                                                     \
         store_block(&q, pos, c->a + i, c->b + i, s.sa, s.sb, s.valid, end - i);               \
     }
