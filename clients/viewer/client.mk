@@ -41,4 +41,5 @@ viewer-test: viewer-deps $(BUILD)/clothd $(VIEWER_STAMP)
 	  $(VIEWER_DIR)/test/frame.test.mjs $(VIEWER_DIR)/test/viewer.test.mjs $(VIEWER_DIR)/test/security.test.mjs \
 	  $(VIEWER_DIR)/test/auth.test.mjs $(VIEWER_DIR)/test/garment.test.mjs $(VIEWER_DIR)/test/channels.test.mjs \
 	  $(VIEWER_DIR)/test/timeline.test.mjs $(VIEWER_DIR)/test/shapes.test.mjs \
-	  $(VIEWER_DIR)/test/drape.test.mjs $(VIEWER_DIR)/test/controls.test.mjs $(VIEWER_DIR)/test/scenes.test.mjs
+	  $(VIEWER_DIR)/test/drape.test.mjs $(VIEWER_DIR)/test/controls.test.mjs $(VIEWER_DIR)/test/scenes.test.mjs \
+	  $(VIEWER_DIR)/test/energy.test.mjs

@@ -7,7 +7,8 @@
 // Serves the page (public/) and three.js (from node_modules) over HTTP.
 // With clothd's --data-dir, a timeline replays a recorded journal to any
 // frame (lib/timeline.js). Pages can pause, single-step and reset the
-// simulation (lib/sim.js) and plot clothd's step time (lib/steptimes.js). Only its own page may drive it (Host and Origin
+// simulation (lib/sim.js) and plot clothd's step time (lib/steptimes.js)
+// and each instance's kinetic energy (lib/energy.js). Only its own page may drive it (Host and Origin
 // rules, lib/access.js); with a token it authenticates to clothd, and a read-only token makes the
 // whole viewer read-only.
 //
@@ -26,6 +27,7 @@ import { AccessPolicy, openStatic, parseAllowHost, parseAllowOrigin, staticFile 
 import { Timeline } from './lib/timeline.js';
 import { SimControl } from './lib/sim.js';
 import { StepTimes } from './lib/steptimes.js';
+import { Energies } from './lib/energy.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const PUBLIC = path.join(HERE, 'public');
@@ -238,6 +240,11 @@ export class Viewer {
       broadcast: (obj) => this.#broadcastJson(obj),
       watched: () => this.clients.size > 0,
     });
+    this.energies = new Energies({
+      request: (cmd, fields) => this.#request(cmd, fields),
+      broadcast: (obj) => this.#broadcastJson(obj),
+      watched: () => this.clients.size > 0,
+    });
   }
 
   // ---- HTTP + WebSocket -------------------------------------------------
@@ -267,6 +274,7 @@ export class Viewer {
     clearTimeout(this.retryTimer);
     clearInterval(this.pollTimer);
     this.stepTimes.stop();
+    this.energies.stop();
     if (this.conn) this.conn.close();
     for (const c of this.clients) c.ws.terminate();
     await new Promise((resolve) => this.wss.close(() => resolve()));
@@ -376,6 +384,7 @@ export class Viewer {
       timeline: this.timeline.state(),
       sim: this.sim.state(),
       stepTimes: this.stepTimes.state(),
+      energy: this.energies.state(),
     };
   }
 
@@ -551,6 +560,7 @@ export class Viewer {
       clearInterval(this.pollTimer);
       this.timeline.forget();
       this.stepTimes.stop();
+      this.energies.stop();
       this.sim.forget();
       if (was) {
         this.log(`viewer: lost clothd ${this.opts.clothd}; retrying every ${RETRY_MS / 1000} s`);
@@ -582,6 +592,7 @@ export class Viewer {
       await this.refresh({ force: true, status: st });
       this.pollTimer = setInterval(() => this.refresh().catch(() => {}), POLL_MS);
       this.stepTimes.start();
+      this.energies.start();
     } catch (err) {
       if (err.code === 'unauthorized') this.#unauthorized(err);
       if (this.conn === conn) conn.close();

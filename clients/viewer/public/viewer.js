@@ -1,6 +1,7 @@
 // clothd viewer page: one WebSocket to the viewer server (binary frames as
 // clothd sends them, JSON metadata), one three.js scene with every instance,
-// the simulation's toolbar (sim.js) and the step-time plot (plot.js).
+// the simulation's toolbar (sim.js), the step-time plot (plot.js) and the
+// selected instance's kinetic-energy plot (energy.js).
 
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
@@ -8,6 +9,7 @@ import { decodeFrame, decodeHeader } from './frame.js';
 import { createTimeline } from './timeline.js';
 import { createSim } from './sim.js';
 import { createPlot } from './plot.js';
+import { createEnergyPlot } from './energy.js';
 
 // ---- state and test hook ---------------------------------------------------
 
@@ -832,6 +834,7 @@ function select(id, { frame = true } = {}) {
   }
   if (frame && state.selected !== null) frameSelected();
   sim.update(); // "Reset #id" or "Reset all"
+  energyPlot.select(state.selected);
   showWind();
   renderSelection();
   markDirty();
@@ -919,6 +922,7 @@ function onJson(msg) {
       setGlobalWind(msg.globalWind);
       sim.onMessage(msg.sim);
       plot.setSamples(msg.stepTimes?.samples, msg.stepTimes?.available);
+      energyPlot.setState(msg.energy);
       syncInstances(msg.instances ?? [], msg.scenes);
       timeline.onMessage(msg.timeline);
       timeline.relist();
@@ -927,6 +931,7 @@ function onJson(msg) {
       setAccess(msg.access ?? null, msg.authError ?? null);
       setConnected(msg.connected, msg);
       if (msg.connected) timeline.relist();
+      else energyPlot.forget();
       break;
     case 'timeline':
     case 'journals':
@@ -942,6 +947,9 @@ function onJson(msg) {
       break;
     case 'steptime':
       plot.onMessage(msg);
+      break;
+    case 'energy':
+      energyPlot.onMessage(msg);
       break;
     case 'topology':
       setTopology(msg);
@@ -975,11 +983,13 @@ function setHidden(ids, aliases = new Map()) {
 }
 const timeline = createTimeline({ send, hook, setHidden });
 
-// ---- the simulation's toolbar (sim.js) and the step-time plot (plot.js) -------
+// ---- the simulation's toolbar (sim.js), the step-time and energy plots -------
 
 const sim = createSim({ send, hook, selected: () => state.selected, showError });
 const plot = createPlot({ hook });
 $('plot-toggle').addEventListener('change', (e) => plot.setVisible(e.target.checked));
+const energyPlot = createEnergyPlot({ hook, colourOf: (id) => hex(colourOf(id, state.meta.get(id)?.type)) });
+$('energy-toggle').addEventListener('change', (e) => energyPlot.setVisible(e.target.checked));
 
 function setConnected(on, info = {}) {
   state.connected = hook.connected = !!on;

@@ -215,7 +215,7 @@ describe('pause, step, reset, the step-time plot and the panel in headless Chrom
         const r = document.querySelector(sel).getBoundingClientRect();
         return { top: r.top, bottom: r.bottom, width: r.width };
       };
-      const ids = ['#debug-toggle', '#shadow-toggle', '#plot-toggle', '#grid-toggle', '#frame-selected', '#frame-all'];
+      const ids = ['#debug-toggle', '#shadow-toggle', '#plot-toggle', '#energy-toggle', '#grid-toggle', '#frame-selected', '#frame-all'];
       return {
         scrollTop: document.getElementById('panel').scrollTop,
         window: window.innerHeight,
