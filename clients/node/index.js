@@ -18,7 +18,10 @@
  * A server started with --token-file wants `auth` first: give the token
  * (`Client.connect({ port, token })`, or set CLOTHD_TOKEN) and the client
  * sends it before anything else on its connection; `client.access` says
- * what it was granted ("full" or "readonly").
+ * what it was granted ("full" or "readonly"). Then `hello`: the server's
+ * features and limits are kept (`client.features`), a feature the options
+ * `require` must be there, and a call needing one the server lacks rejects
+ * with IncompatibleServer before it is sent.
  *
  * See README.md for the whole API and PROTOCOL.md for the wire contract.
  */
@@ -349,11 +352,13 @@ class Client extends EventEmitter {
 
   /**
    * Opens the connection. Resolves with the client once connected (and,
-   * with a token, authenticated); rejects with the socket error (e.g.
-   * ECONNREFUSED), or with the ClothdError "unauthorized" when the server
-   * refuses the token (the client is then closed, and requests queued
-   * behind reject with the same error). Requests made before it resolves
-   * are queued and sent on connect, after `auth`.
+   * with a token, authenticated) and the server's `hello` is in (kept:
+   * features, limits, serverVersion); rejects with the socket error (e.g.
+   * ECONNREFUSED), with Unauthorized when the server refuses the token, or
+   * with IncompatibleServer when a required feature is missing (the client
+   * is then closed, and requests queued behind reject with the same
+   * error). Requests made before it resolves are queued and sent after
+   * `auth` and `hello`, each checked against the server's features.
    */
   connect() {
     if (this._state === 'closed')
