@@ -162,19 +162,26 @@ export class EndpointUnavailable extends Error {
   readonly scene: string | undefined;
 }
 
-/**
- * A server that lacks a feature the client needs: one required at connect
- * (ClientOptions.require, strict, a ShardedClient's "scenes"), or one a call
- * needs (createSoftbody against a server whose hello lists no "softbody";
- * any against a server without hello). Nothing was sent for the call.
- */
+/** A server that lacks what the client needs (raised as FeatureMissing); nothing was sent. */
 export class IncompatibleServer extends ClothdError {
-  constructor(endpoint: string, message: string, missing?: string[]);
+  constructor(endpoint: string, message: string);
   readonly code: 'incompatible_server';
   /** "host:port" of the server. */
   readonly endpoint: string;
+}
+
+/**
+ * The server's hello does not list a feature the client needs: one required
+ * at connect (ClientOptions.require, strict, a ShardedClient's "scenes"), or
+ * one a call needs (createSoftbody against a server whose hello lists no
+ * "softbody"; any against a server without hello). Nothing was sent for the call.
+ */
+export class FeatureMissing extends IncompatibleServer {
+  constructor(endpoint: string, message: string, features: string[], neededBy: string);
   /** The features it lacks. */
-  readonly missing: string[];
+  readonly features: string[];
+  /** What needed them: 'required by this client', 'needed by "create"'. */
+  readonly neededBy: string;
 }
 
 /** The commands that accept "scene" (wind only with an instance; scene and scenes: the scene asked about). */
@@ -239,7 +246,7 @@ export class ShardedClient {
   endpoint(scene: string): string;
   /** A Scene bound to its server. */
   scene(name: string): Scene;
-  /** The connection to `endpoint` (its hello must list "scenes": else IncompatibleServer); rejects with EndpointUnavailable naming it. */
+  /** The connection to `endpoint` (its hello must list "scenes": else FeatureMissing); rejects with EndpointUnavailable naming it. */
   client(endpoint: string, scene?: string): Promise<Client>;
   /** Every scene of every endpoint, sorted by name, each with its endpoint; one unreachable endpoint rejects (EndpointUnavailable). */
   scenes(): Promise<Array<SceneSummary & { endpoint: string }>>;
@@ -278,7 +285,7 @@ export interface ClientOptions {
   strict?: boolean;
   /**
    * Features the server's hello must list: connect() rejects with
-   * IncompatibleServer naming the server and what it lacks.
+   * FeatureMissing naming the server and what it lacks.
    */
   require?: Iterable<Feature>;
   /** Send `hello` on connect (default true); false: nothing is known of the server and no call is checked. */
@@ -905,7 +912,7 @@ export class Client extends EventEmitter {
    * Opens the connection (requests made before are queued and checked
    * against the server's features once its hello is in), sends `auth` first
    * with a token, then `hello`; rejects with Unauthorized (and closes) when
-   * the token is refused, with IncompatibleServer when a required feature
+   * the token is refused, with FeatureMissing when a required feature
    * is missing.
    */
   connect(): Promise<this>;

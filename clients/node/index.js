@@ -21,7 +21,7 @@
  * what it was granted ("full" or "readonly"). Then `hello`: the server's
  * features and limits are kept (`client.features`), a feature the options
  * `require` must be there, and a call needing one the server lacks rejects
- * with IncompatibleServer before it is sent.
+ * with FeatureMissing before it is sent.
  *
  * See README.md for the whole API and PROTOCOL.md for the wire contract.
  */
@@ -32,7 +32,7 @@ const { EventEmitter } = require('node:events');
 const {
   ERROR_CODES, ERROR_CLASSES, errorFromReply, ClothdError, ParseError, UnknownCommand, InvalidArgument, NotFound,
   LimitExceeded, LineTooLong, InternalError, Unauthorized, ProtocolError, ConnectionClosed, ClothdWarning,
-  EndpointUnavailable, IncompatibleServer,
+  EndpointUnavailable, IncompatibleServer, FeatureMissing,
 } = require('./lib/errors.js');
 const { FEATURES, PAINTED, featuresNeeded, lackMessage } = require('./lib/features.js');
 const {
@@ -297,7 +297,7 @@ class Client extends EventEmitter {
    * null: none), strict (ask the server, with `hello`, to refuse a request
    * with a member it does not read, as invalid_argument, instead of
    * warning), require (features the server's hello must list, e.g.
-   * ['scenes', 'softbody']: else connect() rejects with IncompatibleServer
+   * ['scenes', 'softbody']: else connect() rejects with FeatureMissing
    * naming them and the server), hello (true; false: no handshake, so
    * nothing is known of the server and no call is checked against it).
    */
@@ -355,7 +355,7 @@ class Client extends EventEmitter {
    * with a token, authenticated) and the server's `hello` is in (kept:
    * features, limits, serverVersion); rejects with the socket error (e.g.
    * ECONNREFUSED), with Unauthorized when the server refuses the token, or
-   * with IncompatibleServer when a required feature is missing (the client
+   * with FeatureMissing when a required feature is missing (the client
    * is then closed, and requests queued behind reject with the same
    * error). Requests made before it resolves are queued and sent after
    * `auth` and `hello`, each checked against the server's features.
@@ -453,7 +453,9 @@ class Client extends EventEmitter {
     }
     const missing = this._require.filter((f) => !this.supports(f));
     if (missing.length > 0) {
-      const err = new IncompatibleServer(this.endpoint, lackMessage(missing, this._hello.reply ? this._hello.features : null, 'required by this client'), missing);
+      const neededBy = 'required by this client';
+      const listed = this._hello.reply ? this._hello.features : null;
+      const err = new FeatureMissing(this.endpoint, lackMessage(missing, listed, neededBy), missing, neededBy);
       this._teardown(err, err.message, null, err);
       return err;
     }
@@ -494,14 +496,15 @@ class Client extends EventEmitter {
     this._flush();
   }
 
-  // An IncompatibleServer when the server is known to lack one of `needs`
+  // A FeatureMissing when the server is known to lack one of `needs`
   // (a request of `cmd`), else null (also when nothing is known).
   _lacking(needs, cmd) {
     if (this._hello === null) return null;
     const missing = needs.filter((f) => !this._hello.features.includes(f));
     if (missing.length === 0) return null;
     const features = this._hello.reply ? this._hello.features : null;
-    return new IncompatibleServer(this.endpoint, lackMessage(missing, features, `needed by ${JSON.stringify(cmd)}`), missing);
+    const neededBy = `needed by ${JSON.stringify(cmd)}`;
+    return new FeatureMissing(this.endpoint, lackMessage(missing, features, neededBy), missing, neededBy);
   }
 
   /** "host:port" of the server ("[::1]:7878" for IPv6). */
@@ -1310,7 +1313,7 @@ class Client extends EventEmitter {
    * Writes the snapshot `name` (1-64 of A-Z a-z 0-9 . _ -, not starting
    * with '.') of every instance, or of opts.instances / opts.instance, or
    * of every instance of opts.scene, to the server's --data-dir (a server
-   * without one lacks the "snapshots" feature: IncompatibleServer), or with
+   * without one lacks the "snapshots" feature: FeatureMissing), or with
    * opts.memory into this connection's memory (no --data-dir needed; gone
    * when it closes). Resolves with the reply (name, instances, bytes);
    * rejects `internal` when the disk refuses (nothing is damaged).
@@ -1471,6 +1474,7 @@ module.exports = {
   ConnectionClosed,
   EndpointUnavailable,
   IncompatibleServer,
+  FeatureMissing,
   Scene,
   ShardedClient,
   SCENE_COMMANDS,

@@ -27,30 +27,36 @@ bool cdc_feature_listed(const clothd_server_info *info, const char *feature)
     return false;
 }
 
-/* "lacks the feature \"x\" <what> (its hello lists: a, b)" into out. */
+/* "clothd at H:P lacks the feature \"x\" <what> (its hello lists: a, b)"
+ * into out, with a word on --data-dir for the features it brings. */
 static void lack_message(const clothd_client *c, const char *const *missing, size_t n, const char *what,
                          char *out, size_t cap)
 {
     char where[256];
     endpoint_of(c, where, sizeof where);
+    bool data_dir = false;
     size_t len = (size_t)snprintf(out, cap, "clothd at %s lacks the feature%s ", where, n == 1 ? "" : "s");
-    for (size_t i = 0; i < n && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s\"%s\"", i ? ", " : "", missing[i]);
+    for (size_t i = 0; i < n; i++) {
+        data_dir = data_dir || strcmp(missing[i], "snapshots") == 0 || strcmp(missing[i], "recording") == 0;
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s\"%s\"", i ? ", " : "", missing[i]);
+    }
     if (len < cap)
         len += (size_t)snprintf(out + len, cap - len, " %s (", what);
     if (c->info.hello == CLOTHD_HELLO_MISSING) {
         if (len < cap)
-            snprintf(out + len, cap - len,
-                     "it does not answer hello, like a clothd from before the handshake: no features known)");
-        return;
+            len += (size_t)snprintf(out + len, cap - len,
+                                    "it does not answer hello, like a clothd from before the handshake: "
+                                    "no features known");
+    } else {
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "its hello lists: %s", c->info.feature_count ? "" : "none");
+        for (size_t i = 0; i < c->info.feature_count && len < cap; i++)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", c->info.features[i]);
     }
     if (len < cap)
-        len += (size_t)snprintf(out + len, cap - len, "its hello lists: %s",
-                                c->info.feature_count ? "" : "none");
-    for (size_t i = 0; i < c->info.feature_count && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", c->info.features[i]);
-    if (len < cap)
-        snprintf(out + len, cap - len, ")");
+        snprintf(out + len, cap - len, "%s)",
+                 data_dir ? "; clothd lists snapshots and recording only when started with --data-dir" : "");
 }
 
 clothd_code cdc_need(clothd_client *c, const char *feature, const char *what, clothd_error *err)

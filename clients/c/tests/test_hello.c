@@ -73,6 +73,8 @@ static void required_features_should_be_checked_at_connect(void)
               strstr(err.message, "its hello lists: warnings, strict, scenes"),
           "%s", err.message);
     CHECK(strcmp(clothd_code_name(err.code), "incompatible") == 0);
+    CHECK(strstr(err.message, "; clothd lists snapshots and recording only when started with --data-dir)") != NULL,
+          "%s", err.message);
     const char *bad[] = {"scenes", NULL};
     o.require = bad;
     o.require_count = 2;

@@ -132,20 +132,33 @@ class EndpointUnavailable extends Error {
 }
 
 /**
- * A server that lacks a feature the client needs (PROTOCOL.md "hello"):
- * a feature required at connect (`new Client({require: ['scenes']})`, a
- * ShardedClient's "scenes"), or one a call needs (createSoftbody against a
- * server whose hello lists no "softbody"; any against a server without
- * `hello`: no features known). Nothing was sent for the call. Code
- * "incompatible_server", which the server never sends; `endpoint` names the
- * server ("10.0.0.7:7878"), `missing` the features it lacks.
+ * A server that lacks what the client needs; `endpoint` names it
+ * ("10.0.0.7:7878"). Code "incompatible_server", which the server never
+ * sends: the client raises it before sending anything. Raised as its
+ * subclass FeatureMissing.
  */
 class IncompatibleServer extends ClothdError {
-  constructor(endpoint, message, missing = []) {
+  constructor(endpoint, message) {
     super('incompatible_server', `clothd endpoint ${endpoint}: ${message}`, undefined);
-    this.name = 'IncompatibleServer';
     this.endpoint = endpoint;
-    this.missing = missing;
+  }
+}
+
+/**
+ * The server's hello does not list a feature the client needs (PROTOCOL.md
+ * "hello"), as the Python client's FeatureMissing: one required at connect
+ * (`new Client({require: ['scenes']})`, a ShardedClient's "scenes"), or one
+ * a call needs (createSoftbody against a server whose hello lists no
+ * "softbody"; any against a server without `hello`: no features known).
+ * Nothing was sent for the call. `features` names the missing ones,
+ * `neededBy` what needed them ('required by this client', 'needed by
+ * "create"').
+ */
+class FeatureMissing extends IncompatibleServer {
+  constructor(endpoint, message, features, neededBy) {
+    super(endpoint, message);
+    this.features = features;
+    this.neededBy = neededBy;
   }
 }
 
@@ -167,4 +180,5 @@ module.exports = {
   ClothdWarning,
   EndpointUnavailable,
   IncompatibleServer,
+  FeatureMissing,
 };

@@ -19,6 +19,9 @@ const PAINTED = Object.freeze([
   'bendComplianceScale',
 ]);
 
+/** The features a clothd lists only when started with --data-dir. */
+const DATA_DIR_FEATURES = ['snapshots', 'recording'];
+
 const has = (msg, key) => msg[key] !== undefined;
 
 /**
@@ -50,17 +53,19 @@ function quoteList(features) {
 }
 
 /**
- * Why the server lacks `missing`, for an IncompatibleServer message: 'the
+ * Why the server lacks `missing`, for a FeatureMissing message: 'the
  * server lacks the feature "softbody" needed by "create" (its hello lists:
  * warnings, strict)'. `features`: what its hello listed, null when it has
  * no hello; `what`: whose need it is ('needed by "create"').
  */
 function lackMessage(missing, features, what) {
   const noun = missing.length === 1 ? 'feature' : 'features';
+  const hint = missing.some((f) => DATA_DIR_FEATURES.includes(f))
+    ? '; clothd lists snapshots and recording only when started with --data-dir' : '';
   const why = features === null
     ? 'it does not answer hello, like a clothd from before the handshake: no features known'
     : `its hello lists: ${features.length ? features.join(', ') : 'none'}`;
-  return `the server lacks the ${noun} ${quoteList(missing)}${what ? ` ${what}` : ''} (${why})`;
+  return `the server lacks the ${noun} ${quoteList(missing)}${what ? ` ${what}` : ''} (${why}${hint})`;
 }
 
 module.exports = { FEATURES, PAINTED, featuresNeeded, lackMessage };

@@ -152,7 +152,7 @@ class ShardedClient {
   /**
    * Resolves with the connection to `endpoint` (one of this.endpoints),
    * connecting first when there is none (its hello must list the "scenes"
-   * feature, and any the options require, else IncompatibleServer); rejects
+   * feature, and any the options require, else FeatureMissing); rejects
    * with EndpointUnavailable (naming `scene` when given) when it cannot be
    * reached.
    */
@@ -177,7 +177,7 @@ class ShardedClient {
     const { host, port } = parseEndpoint(endpoint);
     // A clothd without scenes would only warn about "scene" and mix every
     // scene's instances: the connection requires the feature, so such a
-    // server is refused by name (IncompatibleServer) at connect.
+    // server is refused by name (FeatureMissing) at connect.
     const required = [...new Set([...(this._clientOptions.require ?? []), 'scenes'])];
     const client = new Client({ ...this._clientOptions, require: required, hello: true, host, port });
     let timer;

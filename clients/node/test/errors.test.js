@@ -9,7 +9,7 @@ const assert = require('node:assert/strict');
 const api = require('..');
 const {
   Client, ClothdError, ParseError, UnknownCommand, InvalidArgument, NotFound, LimitExceeded, LineTooLong,
-  InternalError, Unauthorized, ProtocolError, IncompatibleServer, ERROR_CLASSES, ERROR_CODES,
+  InternalError, Unauthorized, ProtocolError, IncompatibleServer, FeatureMissing, ERROR_CLASSES, ERROR_CODES,
 } = api;
 const { errorFromReply } = require('../lib/errors.js');
 const { startServer } = require('../test-support/server.js');
@@ -58,6 +58,8 @@ test('each wire code has its class, named as in the Python client', () => {
   assert.equal(newer.code, 'overloaded');
   assert.ok(new ProtocolError('x') instanceof ClothdError && !(new ProtocolError('x') instanceof NotFound));
   assert.ok(new IncompatibleServer('h:1', 'x') instanceof ClothdError);
+  const missing = new FeatureMissing('h:1', 'x', ['scenes'], 'required by this client');
+  assert.ok(missing instanceof IncompatibleServer && missing.name === 'FeatureMissing' && missing.code === 'incompatible_server');
 });
 
 test('the real server\'s not_found and invalid_argument reject with NotFound and InvalidArgument', async () => {

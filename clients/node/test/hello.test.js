@@ -14,7 +14,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
-const { Client, Scene, IncompatibleServer, Unauthorized, FEATURES } = require('..');
+const { Client, Scene, IncompatibleServer, FeatureMissing, Unauthorized, FEATURES } = require('..');
 const { startServer } = require('../test-support/server.js');
 
 const BASE = ['warnings', 'strict', 'scenes', 'ephemeral', 'softbody', 'mesh', 'skin', 'budget'];
@@ -52,10 +52,11 @@ async function served(server, cmd) {
 
 function incompatible(endpoint, missing, text) {
   return (err) => {
-    assert.ok(err instanceof IncompatibleServer, err.stack);
+    assert.ok(err instanceof FeatureMissing && err instanceof IncompatibleServer, err.stack);
+    assert.equal(err.name, 'FeatureMissing');
     assert.equal(err.code, 'incompatible_server');
     assert.equal(err.endpoint, endpoint);
-    assert.deepEqual(err.missing, missing);
+    assert.deepEqual(err.features, missing);
     assert.ok(err.message.startsWith(`clothd endpoint ${endpoint}: `), err.message);
     assert.ok(err.message.includes(text), `${err.message} lacks ${text}`);
     return true;
@@ -96,6 +97,9 @@ test('required features: present, connected; missing, refused by name', async ()
   const refused = new Client({ ...plain.address, require: ['scenes', 'snapshots', 'recording'] });
   await assert.rejects(refused.connect(), incompatible(endpoint, ['snapshots', 'recording'],
     'lacks the features "snapshots", "recording" required by this client (its hello lists: warnings, strict, scenes'));
+  await assert.rejects(Client.connect({ ...plain.address, require: ['snapshots'] }), (err) =>
+    err.neededBy === 'required by this client'
+    && err.message.endsWith('; clothd lists snapshots and recording only when started with --data-dir)'));
   assert.equal(refused.state, 'closed');
   assert.throws(() => new Client({ require: ['scene'] }), /require: unknown feature "scene"/);
 });
@@ -109,7 +113,7 @@ test('a call needing a missing feature rejects unsent; requests queued before th
   await assert.rejects(early, incompatible(endpoint, ['snapshots'], 'lacks the feature "snapshots" needed by "save"'));
   assert.ok((await ping) >= 0, 'the request behind it went');
   await assert.rejects(c.record('nope'), incompatible(endpoint, ['recording'], 'needed by "record"'));
-  await assert.rejects(c.load('nope'), IncompatibleServer);
+  await assert.rejects(c.load('nope'), (err) => err instanceof FeatureMissing && err.neededBy === 'needed by "load"');
   // A memory snapshot needs no --data-dir.
   const id = await c.createCloth({ width: 3, height: 3, ephemeral: true });
   assert.equal((await c.save('mem', { memory: true, instance: id })).instances, 1);

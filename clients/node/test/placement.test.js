@@ -13,7 +13,7 @@ const path = require('node:path');
 const net = require('node:net');
 
 const {
-  Client, Scene, ShardedClient, EndpointUnavailable, IncompatibleServer, SCENE_COMMANDS, rendezvousWeight,
+  Client, Scene, ShardedClient, EndpointUnavailable, IncompatibleServer, FeatureMissing, SCENE_COMMANDS, rendezvousWeight,
   placeScene, checkSceneName, parseEndpoint,
 } = require('..');
 const { fnv1a64, fmix64 } = require('../lib/placement.js');
@@ -153,7 +153,8 @@ test('a server without scenes is refused by name (its hello lists no "scenes" fe
       assert.ok(err instanceof IncompatibleServer, err.stack);
       assert.equal(err.code, 'incompatible_server');
       assert.equal(err.endpoint, endpoint);
-      assert.deepEqual(err.missing, ['scenes']);
+      assert.ok(err instanceof FeatureMissing);
+      assert.deepEqual(err.features, ['scenes']);
       assert.ok(err.message.includes(endpoint) && err.message.includes('lacks the feature "scenes"'), err.message);
       return true;
     });
