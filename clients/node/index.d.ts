@@ -24,16 +24,103 @@ export const ERROR_CODES: readonly ErrorCode[];
 
 /**
  * An error reply from the server; `message` is the server's text unchanged.
+ * The error is its code's subclass (NotFound for "not_found", ...), or
+ * ClothdError itself for a code this client does not know.
  * Code "unauthorized": a refused token ("token: wrong token"), a command
  * before `auth` ('cmd: "status" needs auth first') or beyond the read-only
  * token ('cmd: "wind" is not allowed with the read-only token').
  */
 export class ClothdError extends Error {
   constructor(code: string, message: string, reply?: Reply);
-  /** An ErrorCode, or "protocol_error" for a ProtocolError. */
-  readonly code: ErrorCode | 'protocol_error' | string;
-  /** The whole error reply (undefined for a ProtocolError). */
+  /** An ErrorCode, or "protocol_error" / "incompatible_server" for the client's own. */
+  readonly code: ErrorCode | 'protocol_error' | 'incompatible_server' | string;
+  /** The whole error reply (undefined for the client's own errors). */
   readonly reply: Reply | undefined;
+}
+
+/** parse_error: the line was not a JSON object (or broke strict input). */
+export class ParseError extends ClothdError {
+  static readonly code: 'parse_error';
+  readonly code: 'parse_error';
+}
+/** unknown_command: `cmd` names no command of this server. */
+export class UnknownCommand extends ClothdError {
+  static readonly code: 'unknown_command';
+  readonly code: 'unknown_command';
+}
+/** invalid_argument: a field missing, of the wrong type, out of range; on a strict connection, an unknown member. */
+export class InvalidArgument extends ClothdError {
+  static readonly code: 'invalid_argument';
+  readonly code: 'invalid_argument';
+}
+/** not_found: no such instance or collider, or not in the request's scene. */
+export class NotFound extends ClothdError {
+  static readonly code: 'not_found';
+  readonly code: 'not_found';
+}
+/** limit_exceeded: a configured limit (particles, instances, step work, colliders, list entries, connections). */
+export class LimitExceeded extends ClothdError {
+  static readonly code: 'limit_exceeded';
+  readonly code: 'limit_exceeded';
+}
+/** line_too_long: a request over --max-line; the server closes the connection. */
+export class LineTooLong extends ClothdError {
+  static readonly code: 'line_too_long';
+  readonly code: 'line_too_long';
+}
+/** internal: out of memory, or a file the server could not write; the request had no effect. */
+export class InternalError extends ClothdError {
+  static readonly code: 'internal';
+  readonly code: 'internal';
+}
+/** unauthorized: a wrong or missing token, a command before `auth`, or one beyond the read-only token. */
+export class Unauthorized extends ClothdError {
+  static readonly code: 'unauthorized';
+  readonly code: 'unauthorized';
+}
+
+/** Each wire code's class, in PROTOCOL.md's order. */
+export const ERROR_CLASSES: {
+  readonly parse_error: typeof ParseError;
+  readonly unknown_command: typeof UnknownCommand;
+  readonly invalid_argument: typeof InvalidArgument;
+  readonly not_found: typeof NotFound;
+  readonly limit_exceeded: typeof LimitExceeded;
+  readonly line_too_long: typeof LineTooLong;
+  readonly internal: typeof InternalError;
+  readonly unauthorized: typeof Unauthorized;
+};
+
+/** What a server's hello may list (PROTOCOL.md "hello"); snapshots and recording only with --data-dir. */
+export type Feature =
+  | 'warnings'
+  | 'strict'
+  | 'scenes'
+  | 'ephemeral'
+  | 'softbody'
+  | 'mesh'
+  | 'skin'
+  | 'budget'
+  | 'snapshots'
+  | 'recording';
+
+export const FEATURES: readonly Feature[];
+
+/** The server's bounds from its hello (its command line). */
+export interface ServerLimits {
+  /** --max-line */
+  lineBytes: number;
+  /** Replies queued to one client. */
+  outputBytes: number;
+  /** Frame bytes in flight to one subscriber before frames are skipped. */
+  frameBytes: number;
+  connections: number;
+  instances: number;
+  particlesPerInstance: number;
+  /** All live instances. */
+  particles: number;
+  /** Particles x substeps x iterations of one instance. */
+  stepWork: number;
 }
 
 /** The byte stream broke the wire contract (detected by the client); code "protocol_error". */
@@ -75,14 +162,29 @@ export class EndpointUnavailable extends Error {
   readonly scene: string | undefined;
 }
 
-/** A server whose hello lists no "scene" command: a ShardedClient refuses it, naming it. */
+/** A server that lacks what the client needs (raised as FeatureMissing); nothing was sent. */
 export class IncompatibleServer extends ClothdError {
   constructor(endpoint: string, message: string);
   readonly code: 'incompatible_server';
+  /** "host:port" of the server. */
   readonly endpoint: string;
 }
 
-/** The commands that accept "scene" (wind only with an instance). */
+/**
+ * The server's hello does not list a feature the client needs: one required
+ * at connect (ClientOptions.require, strict, a ShardedClient's "scenes"), or
+ * one a call needs (createSoftbody against a server whose hello lists no
+ * "softbody"; any against a server without hello). Nothing was sent for the call.
+ */
+export class FeatureMissing extends IncompatibleServer {
+  constructor(endpoint: string, message: string, features: string[], neededBy: string);
+  /** The features it lacks. */
+  readonly features: string[];
+  /** What needed them: 'required by this client', 'needed by "create"'. */
+  readonly neededBy: string;
+}
+
+/** The commands that accept "scene" (wind only with an instance; scene and scenes: the scene asked about). */
 export const SCENE_COMMANDS: ReadonlySet<string>;
 /**
  * The weight of `scene` on `endpoint` (an unsigned 64-bit BigInt):
@@ -97,10 +199,10 @@ export function checkSceneName(name: string): string;
 export function parseEndpoint(endpoint: string): { host: string; port: number };
 
 type SceneMethodName =
-  | 'request' | 'create' | 'createCloth' | 'createMeshCloth' | 'skin' | 'pinBulk' | 'teleport'
-  | 'topology' | 'set' | 'transform' | 'attach' | 'pin' | 'unpin' | 'wind' | 'gravity' | 'addCollider'
-  | 'addTaperedCapsule' | 'moveCollider' | 'removeCollider' | 'enable' | 'step' | 'get' | 'subscribe'
-  | 'unsubscribe' | 'status';
+  | 'request' | 'create' | 'createCloth' | 'createSoftbody' | 'createMeshCloth' | 'skin' | 'pinBulk'
+  | 'teleport' | 'topology' | 'set' | 'transform' | 'attach' | 'pin' | 'unpin' | 'wind' | 'gravity'
+  | 'addCollider' | 'addTaperedCapsule' | 'moveCollider' | 'removeCollider' | 'enable' | 'step' | 'get'
+  | 'subscribe' | 'unsubscribe' | 'status' | 'save' | 'record';
 
 /**
  * A scene on one server: the Client's commands, each sending "scene" where
@@ -117,6 +219,10 @@ export class Scene {
   client(): Promise<Client>;
   /** Destroys one instance of the scene, or without an id the whole scene. */
   destroy(instance?: number): Promise<void>;
+  /** Ties the scene to this connection (ephemeral true), lets go (false), or asks (unset). */
+  scene(options?: { ephemeral?: boolean }): Promise<SceneReply>;
+  /** The scene's entry of `scenes` ([] when it has none). */
+  scenes(): Promise<SceneSummary[]>;
   /** The ids of the scene's instances. */
   instances(): Promise<number[]>;
 }
@@ -140,8 +246,10 @@ export class ShardedClient {
   endpoint(scene: string): string;
   /** A Scene bound to its server. */
   scene(name: string): Scene;
-  /** The connection to `endpoint` (its hello must list "scene": else IncompatibleServer); rejects with EndpointUnavailable naming it. */
+  /** The connection to `endpoint` (its hello must list "scenes": else FeatureMissing); rejects with EndpointUnavailable naming it. */
   client(endpoint: string, scene?: string): Promise<Client>;
+  /** Every scene of every endpoint, sorted by name, each with its endpoint; one unreachable endpoint rejects (EndpointUnavailable). */
+  scenes(): Promise<Array<SceneSummary & { endpoint: string }>>;
   /** Closes every connection. */
   close(): Promise<void>;
 }
@@ -172,8 +280,16 @@ export interface ClientOptions {
   /**
    * Ask the server (with `hello`) to refuse, on this connection, a request
    * with a member it does not read (invalid_argument) instead of warning.
+   * Requires the "strict" feature.
    */
   strict?: boolean;
+  /**
+   * Features the server's hello must list: connect() rejects with
+   * FeatureMissing naming the server and what it lacks.
+   */
+  require?: Iterable<Feature>;
+  /** Send `hello` on connect (default true); false: nothing is known of the server and no call is checked. */
+  hello?: boolean;
 }
 
 /** What `auth` grants: everything, or only auth, ping, stats, status, get, topology, subscribe, unsubscribe. */
@@ -327,6 +443,8 @@ export interface HelloReply extends Reply {
   strict: boolean;
   /** Every command the server knows. */
   commands: string[];
+  features: Feature[];
+  limits: ServerLimits;
 }
 
 export interface CreateClothOptions extends InstanceOptions, SceneOptions {
@@ -773,11 +891,29 @@ export class Client extends EventEmitter {
   readonly access: Access | null;
   /** The token the client authenticates with; null for none. */
   readonly token: string | null;
+  /** "host:port" of the server ("[::1]:7878" for IPv6). */
+  readonly endpoint: string;
+  /**
+   * The features the server's hello listed; [] for a server without hello;
+   * null while nothing is known (before connect, hello: false, or hello
+   * refused before `auth`).
+   */
+  readonly features: readonly string[] | null;
+  /** The server's limits from its hello, or null. */
+  readonly limits: ServerLimits | null;
+  /** The server's version from its hello, or null. */
+  readonly serverVersion: string | null;
+  /** The server's whole hello reply, or null. */
+  readonly helloReply: HelloReply | null;
+  /** Whether the server's hello listed `feature` (false when nothing is known). */
+  supports(feature: Feature | string): boolean;
 
   /**
-   * Opens the connection (requests made before are queued) and, with a token,
-   * sends `auth` first; rejects with ClothdError "unauthorized" (and closes)
-   * when the token is refused.
+   * Opens the connection (requests made before are queued and checked
+   * against the server's features once its hello is in), sends `auth` first
+   * with a token, then `hello`; rejects with Unauthorized (and closes) when
+   * the token is refused, with FeatureMissing when a required feature
+   * is missing.
    */
   connect(): Promise<this>;
   /** Closes now: pending requests reject with ConnectionClosed. */
@@ -798,7 +934,7 @@ export class Client extends EventEmitter {
   createCloth(options?: CreateClothOptions): Promise<number>;
   /** Creates a soft body: a generated shape ('ball' or 'box') or vertices + tetrahedra. */
   createSoftbody(options: CreateSoftbodyOptions): Promise<number>;
-  /** The handshake; `strict` true makes the server refuse unknown members on this connection. */
+  /** The handshake again (kept as features, limits, serverVersion); `strict` true makes the server refuse unknown members on this connection. */
   hello(options?: { strict?: boolean }): Promise<HelloReply>;
   /** Changes a live instance's options (not the layout). */
   set(instance: number, options: InstanceOptions): Promise<void>;
@@ -851,14 +987,14 @@ export class Client extends EventEmitter {
   get(instance: number, options?: GetOptions): Promise<InstanceState>;
   subscribe(options?: SubscribeOptions): Promise<SubscribeReply>;
   unsubscribe(options?: UnsubscribeOptions): Promise<void>;
-  /** Writes the snapshot `name` of every instance (or opts.instances) to the server's --data-dir. */
-  save(name: string, opts?: { instance?: number; instances?: number[]; scene?: string }): Promise<{ name: string; instances: number; bytes: number }>;
+  /** Writes the snapshot `name` of every instance (or opts.instances) to the server's --data-dir (feature "snapshots"), or with opts.memory into this connection's memory. */
+  save(name: string, opts?: { instance?: number; instances?: number[]; scene?: string; memory?: boolean }): Promise<{ name: string; instances: number; bytes: number }>;
   /** Starts the journal `name` (or with opts.stop ends the one being written). */
   record(name: string | null, opts?: { instance?: number; instances?: number[]; scene?: string; stop?: boolean }): Promise<Record<string, unknown>>;
   /** Rebuilds the journal's instances under new ids at frame opts.to (all of it without). */
   replay(name: string, opts?: { to?: number }): Promise<{ instances: number[]; recorded: number[]; frames: number; journalFrames: number; complete: boolean; warning?: string }>;
   /** Loads the snapshot `name` (adding under the saved ids, or with replace the whole world); resolves with the loaded ids. */
-  load(name: string, opts?: { replace?: boolean }): Promise<number[]>;
+  load(name: string, opts?: { replace?: boolean; memory?: boolean }): Promise<number[]>;
   status(options?: { scene?: string }): Promise<StatusReply>;
   /** Ties the scene to this connection (ephemeral true), lets go (false), or asks (unset). */
   scene(name: string, options?: { ephemeral?: boolean }): Promise<SceneReply>;

@@ -18,7 +18,10 @@
  * A server started with --token-file wants `auth` first: give the token
  * (`Client.connect({ port, token })`, or set CLOTHD_TOKEN) and the client
  * sends it before anything else on its connection; `client.access` says
- * what it was granted ("full" or "readonly").
+ * what it was granted ("full" or "readonly"). Then `hello`: the server's
+ * features and limits are kept (`client.features`), a feature the options
+ * `require` must be there, and a call needing one the server lacks rejects
+ * with FeatureMissing before it is sent.
  *
  * See README.md for the whole API and PROTOCOL.md for the wire contract.
  */
@@ -27,8 +30,11 @@ const net = require('node:net');
 const { EventEmitter } = require('node:events');
 
 const {
-  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable, IncompatibleServer,
+  ERROR_CODES, ERROR_CLASSES, errorFromReply, ClothdError, ParseError, UnknownCommand, InvalidArgument, NotFound,
+  LimitExceeded, LineTooLong, InternalError, Unauthorized, ProtocolError, ConnectionClosed, ClothdWarning,
+  EndpointUnavailable, IncompatibleServer, FeatureMissing,
 } = require('./lib/errors.js');
+const { FEATURES, PAINTED, featuresNeeded, lackMessage } = require('./lib/features.js');
 const {
   SCENE_COMMANDS, takesScene, rendezvousWeight, placeScene, checkSceneName, parseEndpoint,
 } = require('./lib/placement.js');
@@ -76,18 +82,6 @@ function vecList(list) {
 
 // Create/set fields that are vectors (sent as arrays whatever array-like is given).
 const VECTOR_FIELDS = ['origin', 'right', 'down', 'gravity'];
-
-// The painted per-vertex properties (PROTOCOL.md "Painted properties"): in
-// create and set a number (every vertex), an array (one per vertex) or
-// null (unpainted again); topology hands the painted ones back.
-const PAINTED = [
-  'invMassScale',
-  'maxDistance',
-  'backstopDistance',
-  'backstopRadius',
-  'stretchComplianceScale',
-  'bendComplianceScale',
-];
 
 // Binary requests (PROTOCOL.md "Binary requests"): 0x89 'C' 'L' 'R', a
 // 32-byte little-endian header, then raw u32 and f32 arrays.
@@ -302,11 +296,27 @@ class Client extends EventEmitter {
    * `auth` before anything else; undefined: $CLOTHD_TOKEN if set; '' or
    * null: none), strict (ask the server, with `hello`, to refuse a request
    * with a member it does not read, as invalid_argument, instead of
-   * warning).
+   * warning), require (features the server's hello must list, e.g.
+   * ['scenes', 'softbody']: else connect() rejects with FeatureMissing
+   * naming them and the server), hello (true; false: no handshake, so
+   * nothing is known of the server and no call is checked against it).
    */
   constructor(options = {}) {
     super();
     this._strict = Boolean(options.strict);
+    this._require = [...(options.require ?? [])].map(String);
+    for (const f of this._require)
+      if (!FEATURES.includes(f)) throw new RangeError(`require: unknown feature ${JSON.stringify(f)} (one of ${FEATURES.join(', ')})`);
+    if (this._strict && !this._require.includes('strict')) this._require.push('strict');
+    this._sayHello = options.hello ?? true;
+    // What the connection's hello said: null while not known (not asked
+    // yet, hello: false, or refused before `auth`); else {reply (null: a
+    // server without hello), features, limits, version}.
+    this._hello = null;
+    // True from connect() until the hello reply: requests wait in the queue
+    // behind the handshake's lines, to be checked against its features.
+    this._handshake = false;
+    this._handshakeLines = 0; // of the queue's head: auth and hello, sent during the handshake
     const token = options.token === undefined ? process.env[TOKEN_ENV] : options.token;
     this._token = token ? String(token) : null;
     this._access = null;
@@ -342,25 +352,27 @@ class Client extends EventEmitter {
 
   /**
    * Opens the connection. Resolves with the client once connected (and,
-   * with a token, authenticated); rejects with the socket error (e.g.
-   * ECONNREFUSED), or with the ClothdError "unauthorized" when the server
-   * refuses the token (the client is then closed, and requests queued
-   * behind reject with the same error). Requests made before it resolves
-   * are queued and sent on connect, after `auth`.
+   * with a token, authenticated) and the server's `hello` is in (kept:
+   * features, limits, serverVersion); rejects with the socket error (e.g.
+   * ECONNREFUSED), with Unauthorized when the server refuses the token, or
+   * with FeatureMissing when a required feature is missing (the client
+   * is then closed, and requests queued behind reject with the same
+   * error). Requests made before it resolves are queued and sent after
+   * `auth` and `hello`, each checked against the server's features.
    */
   connect() {
     if (this._state === 'closed')
       return Promise.reject(new ConnectionClosed('clothd: the client is closed; make a new Client to reconnect'));
     if (this._connecting) return this._connecting;
     this._state = 'connecting';
-    // With a token, `auth` is the connection's first request: queued now,
-    // before any request that made this connect() happen.
-    let auth = this._token === null ? null : this._authRequest(this._token);
-    if (this._strict) {
-      const hello = this.request('hello', { strict: true });
-      auth = auth ? auth.then(() => hello) : hello;
-    }
-    if (auth) auth.catch(() => {}); // reported through connect()
+    // With a token, `auth` is the connection's first request, then `hello`:
+    // queued now, before any request that made this connect() happen, and
+    // the only lines sent until hello's reply is in.
+    const auth = this._token === null ? null : this._authRequest(this._token);
+    const hello = this._sayHello || this._strict ? this._handshakeHello() : null;
+    this._handshake = hello !== null;
+    this._handshakeLines = this._writeQueue.length;
+    for (const p of [auth, hello]) if (p) p.catch(() => {}); // reported through connect()
     const opened = new Promise((resolve, reject) => {
       this._rejectConnect = reject;
       const socket = new net.Socket(
@@ -397,17 +409,137 @@ class Client extends EventEmitter {
         resolve(this);
       });
     });
-    this._connecting = !auth
+    this._connecting = !auth && !hello
       ? opened
-      : opened.then(() => auth).then(
+      : opened.then(() => auth).then(() => hello).then(
         () => this,
         (err) => {
-          if (err instanceof ClothdError && err.code === 'unauthorized')
-            this._teardown(err, `clothd: ${err.code}: ${err.message}`, null, err);
+          // The server refused the token, or the handshake (a missing
+          // feature: already closed), or said why it closes (a limit).
+          if (err instanceof ClothdError) this._teardown(err, `clothd: ${err.code}: ${err.message}`, null, err);
           throw err;
         },
       );
     return this._connecting;
+  }
+
+  // The connection's `hello` (strict when asked). Its reply is read by
+  // _onHandshake before any queued request is sent. Resolves with the reply,
+  // or null when the server has no hello, or (nothing required) refused it
+  // before `auth`.
+  _handshakeHello() {
+    const line = `${JSON.stringify({ id: this._nextId, cmd: 'hello', strict: this._strict ? true : undefined })}\n`;
+    const id = this._nextId++;
+    return this._enqueue(line, id, 'hello', null, (reply) => this._onHandshake(reply)).catch((err) => {
+      if (err instanceof UnknownCommand || (err instanceof Unauthorized && this._require.length === 0)) return null;
+      throw err;
+    });
+  }
+
+  // hello's reply, before its promise settles and before the queue moves:
+  // keeps what the server said, checks the required features, then checks
+  // and sends the requests that waited. Returns the error the hello
+  // request rejects with (the client is then closed), or undefined.
+  _onHandshake(reply) {
+    if (reply.ok === true) {
+      this._keepHello(reply);
+    } else if (reply.error?.code === 'unknown_command') {
+      this._hello = { reply: null, features: [], limits: null, version: null }; // a clothd before hello
+    } else if (this._require.length > 0) {
+      // Refused before `auth`, or a limit: what is required cannot be checked.
+      const err = errorFromReply(String(reply.error?.code ?? 'internal'), String(reply.error?.message ?? ''), reply);
+      this._teardown(err, `clothd: ${err.code}: ${err.message}`, null, err);
+      return err;
+    }
+    const missing = this._require.filter((f) => !this.supports(f));
+    if (missing.length > 0) {
+      const neededBy = 'required by this client';
+      const listed = this._hello.reply ? this._hello.features : null;
+      const err = new FeatureMissing(this.endpoint, lackMessage(missing, listed, neededBy), missing, neededBy);
+      this._teardown(err, err.message, null, err);
+      return err;
+    }
+    this._releaseHandshake();
+    return undefined;
+  }
+
+  _keepHello(reply) {
+    this._hello = {
+      reply,
+      features: Object.freeze(Array.isArray(reply.features) ? reply.features.map(String) : []),
+      limits: reply.limits && typeof reply.limits === 'object' ? reply.limits : null,
+      version: typeof reply.version === 'string' ? reply.version : null,
+    };
+  }
+
+  // The handshake is over: each request that waited behind it is checked
+  // against the server's features (rejected unsent when one is missing),
+  // then the queue is written. The queue holds exactly those requests, in
+  // the order of this._pending (each queued one line).
+  _releaseHandshake() {
+    this._handshake = false;
+    this._handshakeLines = 0;
+    const waiting = this._pending.drain();
+    const lines = this._writeQueue;
+    const kept = [];
+    for (const [i, p] of waiting.entries()) {
+      const err = p.needs && lines.length === waiting.length ? this._lacking(p.needs, p.cmd) : null;
+      if (err) {
+        p.reject(err);
+        this._stats.requests--;
+      } else {
+        this._pending.push(p);
+        kept.push(lines[i]);
+      }
+    }
+    if (lines.length === waiting.length) this._writeQueue = kept;
+    this._flush();
+  }
+
+  // A FeatureMissing when the server is known to lack one of `needs`
+  // (a request of `cmd`), else null (also when nothing is known).
+  _lacking(needs, cmd) {
+    if (this._hello === null) return null;
+    const missing = needs.filter((f) => !this._hello.features.includes(f));
+    if (missing.length === 0) return null;
+    const features = this._hello.reply ? this._hello.features : null;
+    const neededBy = `needed by ${JSON.stringify(cmd)}`;
+    return new FeatureMissing(this.endpoint, lackMessage(missing, features, neededBy), missing, neededBy);
+  }
+
+  /** "host:port" of the server ("[::1]:7878" for IPv6). */
+  get endpoint() {
+    return String(this.host).includes(':') ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`;
+  }
+
+  /**
+   * The features the server's hello listed (PROTOCOL.md "hello": "scenes",
+   * "softbody", ...); [] for a server without hello (no features known);
+   * null while nothing is known (before the handshake, with hello: false,
+   * or hello refused before `auth`).
+   */
+  get features() {
+    return this._hello ? this._hello.features : null;
+  }
+
+  /** The server's limits from its hello (lineBytes, instances, ...), or null. */
+  get limits() {
+    return this._hello ? this._hello.limits : null;
+  }
+
+  /** The server's version from its hello ("0.1.0"), or null. */
+  get serverVersion() {
+    return this._hello ? this._hello.version : null;
+  }
+
+  /** The server's whole hello reply, or null (not known, or no hello). */
+  get helloReply() {
+    return this._hello ? this._hello.reply : null;
+  }
+
+  /** Whether the server's hello listed `feature` (false when nothing is known). */
+  supports(feature) {
+    return this._hello !== null && this._hello.features.includes(feature);
   }
 
   /**
@@ -492,7 +624,7 @@ class Client extends EventEmitter {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this._enqueue(line, id, cmd);
+    return this._enqueue(line, id, cmd, featuresNeeded(cmd, msg));
   }
 
   /**
@@ -527,15 +659,26 @@ class Client extends EventEmitter {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this._enqueue(message, wireId === 0 ? undefined : id, wireId === 0 ? null : cmd);
+    return this._enqueue(message, wireId === 0 ? undefined : id, wireId === 0 ? null : cmd, featuresNeeded(cmd, {}));
   }
 
-  _enqueue(line, id, cmd) {
+  // Queues a request line. `needs`: the server features it needs, checked
+  // now when the server's hello is in, else when it comes (the request
+  // waits behind the handshake). `hook(reply)`: runs on the reply before
+  // the promise settles; an Error it returns rejects the promise.
+  _enqueue(line, id, cmd, needs, hook) {
     if (this._state === 'closed')
       return Promise.reject(new ConnectionClosed(this._closedMessage ?? 'clothd: the connection is closed'));
     if (this._state === 'new') this.connect().catch(() => {});
+    if (needs && needs.length > 0 && !this._handshake) {
+      const err = this._lacking(needs, cmd);
+      if (err) return Promise.reject(err);
+    }
+    const entry = { id, cmd, needs: needs && needs.length > 0 && this._handshake ? needs : null, hook };
     const promise = new Promise((resolve, reject) => {
-      this._pending.push({ id, cmd, resolve, reject });
+      entry.resolve = resolve;
+      entry.reject = reject;
+      this._pending.push(entry);
     });
     this._lastRequest = promise;
     this._stats.requests++;
@@ -566,8 +709,12 @@ class Client extends EventEmitter {
 
   _flush() {
     if (this._state !== 'open' || this._blocked || this._writeQueue.length === 0) return;
-    const lines = this._writeQueue;
-    this._writeQueue = [];
+    // During the handshake only its own lines (auth, hello) go out.
+    const all = this._writeQueue;
+    const n = this._handshake ? Math.min(this._handshakeLines, all.length) : all.length;
+    if (n === 0) return;
+    const lines = n === all.length ? all : all.slice(0, n);
+    this._writeQueue = n === all.length ? [] : all.slice(n);
     let i = 0;
     while (i < lines.length) {
       let batch = lines[i++];
@@ -581,7 +728,8 @@ class Client extends EventEmitter {
         break;
       }
     }
-    if (i < lines.length) this._writeQueue = lines.slice(i);
+    if (this._handshake) this._handshakeLines -= i;
+    if (i < lines.length) this._writeQueue = lines.slice(i).concat(this._writeQueue);
   }
 
   // ---- incoming -----------------------------------------------------------
@@ -655,11 +803,18 @@ class Client extends EventEmitter {
       this._fatal(new ProtocolError(`reply: expected id ${p.id} (${p.cmd}), got id ${JSON.stringify(reply.id)}: ${truncate(text)}`), p);
       return;
     }
+    if (p.hook) {
+      const err = p.hook(reply);
+      if (err) {
+        p.reject(err);
+        return;
+      }
+    }
     if (reply.ok === true) {
       p.resolve(reply);
     } else {
       const e = reply.error && typeof reply.error === 'object' ? reply.error : {};
-      p.reject(new ClothdError(String(e.code ?? 'internal'), String(e.message ?? ''), reply));
+      p.reject(errorFromReply(String(e.code ?? 'internal'), String(e.message ?? ''), reply));
     }
   }
 
@@ -803,13 +958,16 @@ class Client extends EventEmitter {
   }
 
   /**
-   * The handshake: {server, version, protocol, strict, commands}. `strict`
-   * true asks the server to refuse, on this connection, a request with a
-   * member it does not read; false turns it back (undefined: unchanged).
+   * The handshake again (the client sends one on connect and keeps it:
+   * features, limits, serverVersion): {server, version, protocol, strict,
+   * commands, features, limits}. `strict` true asks the server to refuse,
+   * on this connection, a request with a member it does not read; false
+   * turns it back (undefined: unchanged).
    */
   async hello(opts = {}) {
     const reply = await this.request('hello', { strict: opts.strict });
     if (opts.strict !== undefined) this._strict = Boolean(opts.strict);
+    this._keepHello(reply);
     return reply;
   }
 
@@ -1154,8 +1312,11 @@ class Client extends EventEmitter {
   /**
    * Writes the snapshot `name` (1-64 of A-Z a-z 0-9 . _ -, not starting
    * with '.') of every instance, or of opts.instances / opts.instance, or
-   * of every instance of opts.scene, to the server's --data-dir. Resolves with the reply (name, instances,
-   * bytes); rejects `internal` when the disk refuses (nothing is damaged).
+   * of every instance of opts.scene, to the server's --data-dir (a server
+   * without one lacks the "snapshots" feature: FeatureMissing), or with
+   * opts.memory into this connection's memory (no --data-dir needed; gone
+   * when it closes). Resolves with the reply (name, instances, bytes);
+   * rejects `internal` when the disk refuses (nothing is damaged).
    */
   save(name, opts = {}) {
     return this.request('save', {
@@ -1163,16 +1324,20 @@ class Client extends EventEmitter {
       instance: opts.instance,
       instances: idList(opts.instances),
       scene: opts.scene,
+      memory: opts.memory ? true : undefined,
     });
   }
 
   /**
    * Loads the snapshot `name`: its instances come back under their saved
    * ids (rejected `invalid_argument` if one is in use), or with
-   * opts.replace they become the whole world. Resolves with the loaded ids.
+   * opts.replace they become the whole world; opts.memory: this
+   * connection's memory snapshot. Resolves with the loaded ids.
    */
   async load(name, opts = {}) {
-    const reply = await this.request('load', { name, replace: opts.replace ? true : undefined });
+    const reply = await this.request('load', {
+      name, replace: opts.replace ? true : undefined, memory: opts.memory ? true : undefined,
+    });
     return reply.instances;
   }
 
@@ -1262,6 +1427,8 @@ class Client extends EventEmitter {
   async auth(token) {
     const access = await this._authRequest(token);
     this._token = String(token);
+    // A hello refused before `auth` is asked again: now the features are known.
+    if (this._hello === null && this._sayHello) this._keepHello(await this.request('hello'));
     return access;
   }
 
@@ -1294,11 +1461,20 @@ const { Scene, ShardedClient } = require('./lib/shard.js');
 module.exports = {
   Client,
   ClothdError,
+  ParseError,
+  UnknownCommand,
+  InvalidArgument,
+  NotFound,
+  LimitExceeded,
+  LineTooLong,
+  InternalError,
+  Unauthorized,
   ClothdWarning,
   ProtocolError,
   ConnectionClosed,
   EndpointUnavailable,
   IncompatibleServer,
+  FeatureMissing,
   Scene,
   ShardedClient,
   SCENE_COMMANDS,
@@ -1315,6 +1491,8 @@ module.exports = {
   frameSizeFlags,
   octahedralDecode,
   ERROR_CODES,
+  ERROR_CLASSES,
+  FEATURES,
   FRAME_MAGIC,
   FRAME_VERSION,
   FRAME_HEADER_SIZE,

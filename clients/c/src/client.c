@@ -1,5 +1,5 @@
 /* The client's life: options and their defaults, connecting (resolve once,
- * connect, `auth`), closing, and the game-loop entry points (clothd_poll,
+ * connect, `auth`, `hello`), closing, and the game-loop entry points (clothd_poll,
  * clothd_fd, clothd_wants, clothd_flush) plus the client's state and
  * counters. */
 #include "internal.h"
@@ -65,6 +65,38 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     c->on_warning = o->on_warning;
     c->user = o->user;
     c->link = CDC_LINK_CLOSED;
+    c->strict = o->strict;
+    c->no_hello = o->no_hello;
+    size_t nrequire = o->require != NULL ? o->require_count : 0;
+    if (nrequire > CLOTHD_MAX_FEATURES) {
+        clothd_close(c);
+        return cdc_fail(err, CLOTHD_E_USAGE, "require: %zu features, at most %d", nrequire, CLOTHD_MAX_FEATURES);
+    }
+    if (nrequire > 0 || c->strict) {
+        c->require = calloc(nrequire + 1, sizeof *c->require);
+        if (c->require == NULL) {
+            clothd_close(c);
+            return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < nrequire; i++) {
+        const char *f = o->require[i];
+        if (f == NULL || f[0] == '\0' || strlen(f) > CLOTHD_FEATURE_NAME_MAX) {
+            clothd_close(c);
+            return cdc_fail(err, CLOTHD_E_USAGE, "require[%zu]: not a feature name", i);
+        }
+        if ((c->require[c->nrequire++] = copy_string(f)) == NULL) {
+            clothd_close(c);
+            return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+        }
+    }
+    bool strict_listed = false;
+    for (size_t i = 0; i < c->nrequire; i++)
+        strict_listed = strict_listed || strcmp(c->require[i], "strict") == 0;
+    if (c->strict && !strict_listed && (c->require[c->nrequire++] = copy_string("strict")) == NULL) {
+        clothd_close(c);
+        return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+    }
 
     char msg[300];
     if (!cdc_net_init(msg, sizeof msg)) {
@@ -78,7 +110,8 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
         clothd_close(c);
         return rc;
     }
-    /* Connect, then wait for the `auth` reply the connection starts with. */
+    /* Connect, then wait for the replies to `auth` and `hello`, which the
+     * connection starts with. */
     int64_t deadline = cdc_deadline(c);
     cdc_link_start(c, true);
     clothd_code rc = CLOTHD_OK;
@@ -97,7 +130,7 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
         if (code == CLOTHD_E_IO) /* no server: say which one was asked for */
             rc = cdc_fail(err, code, "cannot connect to clothd at %s:%u: %s", c->host, (unsigned)c->port,
                           c->close_reason);
-        else if (code <= CLOTHD_WIRE_CODE_COUNT) /* the server's answer */
+        else if (code <= CLOTHD_WIRE_CODE_COUNT || code == CLOTHD_E_INCOMPATIBLE) /* the server's answer */
             rc = cdc_fail(err, code, "%s", c->close_reason);
         else
             rc = cdc_closed_error(c, err);
@@ -128,6 +161,9 @@ void clothd_close(clothd_client *c)
     free(c->host);
     free(c->token);
     free(c->scene);
+    for (size_t i = 0; i < c->nrequire; i++)
+        free(c->require[i]);
+    free(c->require);
     free(c);
 }
 

@@ -336,8 +336,8 @@ static clothd_code decode_scene(clothd_client *c, const cdc_jdoc *d, int root, v
 static clothd_code send_scene(clothd_client *c, const char *scene, clothd_opt_b ephemeral,
                               clothd_ticket *ticket, clothd_error *err)
 {
-    if (scene == NULL)
-        return cdc_fail(err, CLOTHD_E_USAGE, "scene: NULL");
+    if (scene == NULL && (c == NULL || c->scene == NULL))
+        return cdc_fail(err, CLOTHD_E_USAGE, "scene: NULL and no current scene");
     BEGIN(CDC_K_SCENE, "scene");
     cdc_put_str(&r.w, "scene", scene);
     cdc_put_b(&r.w, "ephemeral", ephemeral);
@@ -787,8 +787,17 @@ static clothd_code decode_access(clothd_client *c, const cdc_jdoc *d, int root, 
     return CLOTHD_OK;
 }
 
-clothd_code clothd_auth(clothd_client *c, const char *token, clothd_access *granted, clothd_error *err)
+static clothd_code auth_request(clothd_client *c, const char *token, clothd_access *granted, clothd_error *err)
 {
     CDC_BLOCKING(c, err, send_auth(c, token, &ticket_, err), CDC_K_AUTH, decode_access, granted,
                  sizeof *granted, token);
+}
+
+clothd_code clothd_auth(clothd_client *c, const char *token, clothd_access *granted, clothd_error *err)
+{
+    clothd_code rc = auth_request(c, token, granted, err);
+    /* A hello refused before auth is asked again: now the features are known. */
+    if (rc == CLOTHD_OK && c->info.hello == CLOTHD_HELLO_UNKNOWN && cdc_hello_wanted(c))
+        clothd_hello(c, (clothd_opt_b){false, false}, NULL, NULL);
+    return rc;
 }

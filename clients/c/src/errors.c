@@ -20,6 +20,7 @@ static const struct {
     {CLOTHD_E_NOMEM, "nomem"},
     {CLOTHD_E_USAGE, "usage"},
     {CLOTHD_E_UNKNOWN, "unknown"},
+    {CLOTHD_E_INCOMPATIBLE, "incompatible"},
 };
 
 const char *clothd_code_name(clothd_code code)

@@ -58,6 +58,8 @@ typedef enum cdc_kind {
     CDC_K_SKIN,
     CDC_K_TELEPORT,
     CDC_K_SCENE,
+    CDC_K_SCENES,
+    CDC_K_HELLO,
     CDC_K_RAW,
 } cdc_kind;
 
@@ -69,10 +71,12 @@ typedef enum cdc_state {
 } cdc_state;
 
 /* Internal requests the client sends itself, handled when their reply
- * comes: `auth` first on a connection, and each renewed subscription. */
+ * comes: `auth` first on a connection, `hello`, and each renewed
+ * subscription. */
 typedef enum cdc_role {
     CDC_ROLE_USER,
     CDC_ROLE_AUTH,
+    CDC_ROLE_HELLO,
     CDC_ROLE_RESUBSCRIBE,
 } cdc_role;
 
@@ -138,6 +142,11 @@ struct clothd_client {
     clothd_event_fn on_event;
     clothd_warning_fn on_warning;
     void *user;
+    bool strict;           /* hello {"strict":true} on every connection */
+    bool no_hello;
+    char **require;        /* features the server must list (owned copies) */
+    size_t nrequire;
+    clothd_server_info info; /* what the last hello said (hello.c) */
 
     /* The connection. */
     bool net_ready;        /* cdc_net_init done: cdc_net_cleanup at close */
@@ -227,7 +236,7 @@ void cdc_sub_clear(clothd_client *c);
 clothd_frame_target *cdc_target_of(clothd_client *c, uint32_t instance);
 /* Applies a user request's ok reply to the subscriptions list. */
 void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int root);
-/* Queues `auth` and one `subscribe` per kept subscription on a new connection. */
+/* Queues `auth`, `hello` and one `subscribe` per kept subscription on a new connection. */
 bool cdc_sub_renew(clothd_client *c);
 /* A reply to an internal request (auth, resubscribe). */
 void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const cdc_jdoc *d, int root);
@@ -263,7 +272,7 @@ typedef clothd_code (*cdc_decode_fn)(clothd_client *c, const cdc_jdoc *d, int ro
  * behind the reply. `kinds`: the cdc_kind bits a ticket may have (0: any).
  * `raw`: call fn for an error reply too. On CLOTHD_E_TIMEOUT the ticket
  * stays. `out` (out_size bytes) is zeroed first. */
-clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64_t deadline, bool raw,
+clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint64_t kinds, int64_t deadline, bool raw,
                         cdc_decode_fn fn, void *out, size_t out_size, const void *arg, clothd_error *err);
 
 /* A blocking call: waits for the link, sends (SEND sets `ticket_`), then
@@ -288,7 +297,8 @@ clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64
         return rc_;                                                                                \
     } while (0)
 
-#define CDC_KIND_BIT(k) ((uint32_t)1 << (k))
+#define CDC_KIND_BIT(k) ((uint64_t)1 << (k))
+_Static_assert(CDC_K_RAW < 64, "cdc_kind bits fit cdc_collect's uint64_t");
 
 /* A binary request (PROTOCOL.md "Binary requests"): begin checks the link
  * and marks the output buffer, the caller appends the message (its request
@@ -297,6 +307,20 @@ clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64
 clothd_code cdc_req_begin_binary(cdc_req *r, clothd_client *c, cdc_kind kind, clothd_error *err);
 uint32_t cdc_req_binary_id(const cdc_req *r);
 clothd_code cdc_req_end_binary(cdc_req *r, bool ok, clothd_ticket *ticket, clothd_error *err);
+
+/* ---- the handshake (hello.c) ---- */
+/* Whether connections send hello (not no_hello, or strict, or required features). */
+bool cdc_hello_wanted(const clothd_client *c);
+/* Queues the connection's internal hello (after auth); false when out of memory. */
+bool cdc_hello_queue(clothd_client *c);
+/* The internal hello's reply: kept, or the server refused; required
+ * features checked (a missing one drops the connection for good). */
+void cdc_hello_reply(clothd_client *c, const cdc_jdoc *d, int root, bool ok, const clothd_error *er);
+/* Whether `info` lists `feature`. */
+bool cdc_feature_listed(const clothd_server_info *info, const char *feature);
+/* CLOTHD_OK when the server has `feature` (or nothing is known of it);
+ * else CLOTHD_E_INCOMPATIBLE naming it, the server and `what` needs it. */
+clothd_code cdc_need(clothd_client *c, const char *feature, const char *what, clothd_error *err);
 
 /* ---- scenes (placement.c) ---- */
 /* Whether a request of this kind takes "scene" (wind: only with an instance; the sender decides). */

@@ -103,6 +103,8 @@ bool cdc_kind_takes_scene(cdc_kind kind)
     case CDC_K_TELEPORT:
     case CDC_K_SAVE:
     case CDC_K_RECORD:
+    case CDC_K_SCENE:  /* given no name: the current scene's */
+    case CDC_K_SCENES: /* given no name: only the current scene's entry */
         return true;
     default:
         return false;

@@ -40,13 +40,62 @@ static const char *const kind_names[] = {
     [CDC_K_SKIN] = "skin",
     [CDC_K_TELEPORT] = "teleport",
     [CDC_K_SCENE] = "scene",
+    [CDC_K_SCENES] = "scenes",
+    [CDC_K_HELLO] = "hello",
     [CDC_K_RAW] = "a raw request",
+};
+
+/* The feature a command needs whatever its fields (PROTOCOL.md "hello"), or NULL. */
+static const char *kind_feature(cdc_kind kind)
+{
+    switch (kind) {
+    case CDC_K_SCENE:
+    case CDC_K_SCENES:
+        return "scenes";
+    case CDC_K_SAVE:
+    case CDC_K_LOAD:
+        return "snapshots";
+    case CDC_K_RECORD:
+    case CDC_K_REPLAY:
+        return "recording";
+    case CDC_K_SKIN:
+        return "skin";
+    default:
+        return NULL;
+    }
+}
+
+/* The features a request needs by what it carries: a member's bytes as the
+ * writer puts them (a key's quotes appear unescaped only as a key). */
+static const struct {
+    const char *text;
+    const char *feature;
+} member_features[] = {
+    {",\"scene\":", "scenes"},
+    {",\"ephemeral\":true", "ephemeral"},
+    {",\"type\":\"softbody\"", "softbody"},
+    {",\"triangles\":", "mesh"},
+    {",\"maxDistance\":", "mesh"},
+    {",\"backstopDistance\":", "mesh"},
+    {",\"backstopRadius\":", "mesh"},
+    {",\"invMassScale\":", "mesh"},
+    {",\"stretchComplianceScale\":", "mesh"},
+    {",\"bendComplianceScale\":", "mesh"},
+    {",\"budgetMs\":", "budget"},
+    {",\"lod\":", "budget"},
+    {",\"priority\":", "budget"},
 };
 
 clothd_code cdc_req_begin(cdc_req *r, clothd_client *c, cdc_kind kind, const char *cmd, clothd_error *err)
 {
     if (c == NULL)
         return cdc_fail(err, CLOTHD_E_USAGE, "client: NULL");
+    const char *feature = kind_feature(kind);
+    if (feature != NULL) {
+        clothd_code rc = cdc_need(c, feature, kind_names[kind], err);
+        if (rc != CLOTHD_OK)
+            return rc;
+    }
     if (c->link == CDC_LINK_CLOSED)
         return cdc_closed_error(c, err);
     if (c->link != CDC_LINK_UP) {
@@ -99,18 +148,39 @@ static clothd_code queue(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_ou
     return CLOTHD_OK;
 }
 
-/* Whether the request written so far has a "scene" member. A string value
- * holds its quotes escaped, so the key's bytes appear only as a key. */
-static bool names_scene(const cdc_req *r)
+/* Whether the request written so far holds `text` (",\"scene\":"). A
+ * string value holds its quotes escaped, so a key's bytes appear only as a
+ * key. */
+static bool holds(const cdc_req *r, const char *text)
 {
-    static const char key[] = ",\"scene\":";
-    const size_t n = sizeof key - 1;
+    const size_t n = strlen(text);
     const char *p = r->c->out.data + r->c->out.off + r->mark;
     const char *end = r->c->out.data + r->c->out.len;
     for (; end - p >= (ptrdiff_t)n; p++)
-        if (memcmp(p, key, n) == 0)
+        if (memcmp(p, text, n) == 0)
             return true;
     return false;
+}
+
+static bool names_scene(const cdc_req *r)
+{
+    return holds(r, member_features[0].text);
+}
+
+/* CLOTHD_OK when the server has every feature the request's members need
+ * (a user's request of a command this client knows). */
+static clothd_code check_members(const cdc_req *r, clothd_error *err)
+{
+    if (r->role != CDC_ROLE_USER || r->kind == CDC_K_RAW || r->c->info.hello == CLOTHD_HELLO_UNKNOWN)
+        return CLOTHD_OK;
+    for (size_t i = 0; i < sizeof member_features / sizeof member_features[0]; i++) {
+        if (!holds(r, member_features[i].text))
+            continue;
+        clothd_code rc = cdc_need(r->c, member_features[i].feature, kind_names[r->kind], err);
+        if (rc != CLOTHD_OK)
+            return rc;
+    }
+    return CLOTHD_OK;
 }
 
 clothd_code cdc_req_end(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_out, clothd_error *err)
@@ -120,6 +190,13 @@ clothd_code cdc_req_end(cdc_req *r, clothd_ticket *ticket, cdc_entry **entry_out
      * current), and not over a scene the request names itself. */
     if (r->scoped && r->role == CDC_ROLE_USER && r->c->scene != NULL && !names_scene(r))
         cdc_put_str(&r->w, "scene", r->c->scene);
+    if (r->w.fault == CDC_JW_OK) {
+        clothd_code rc = check_members(r, err);
+        if (rc != CLOTHD_OK) {
+            cut(r);
+            return rc;
+        }
+    }
     cdc_jw_object_close(&r->w);
     if (r->w.fault == CDC_JW_OK && !cdc_buf_append(&r->c->out, "\n", 1))
         r->w.fault = CDC_JW_NOMEM;
@@ -170,7 +247,7 @@ clothd_code cdc_req_end_binary(cdc_req *r, bool ok, clothd_ticket *ticket, cloth
     return rc;
 }
 
-clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint32_t kinds, int64_t deadline, bool raw,
+clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint64_t kinds, int64_t deadline, bool raw,
                         cdc_decode_fn fn, void *out, size_t out_size, const void *arg, clothd_error *err)
 {
     if (out != NULL)

@@ -1,8 +1,8 @@
 /* A client's current scene, and a set of endpoints with a lazy connection
  * each (PROTOCOL.md, "Scenes" and "Sharding"). clothd_shards_scene places
  * the scene (placement.c), connects to its endpoint when there is no live
- * connection (and checks with `hello` that the server has scenes), and
- * makes the scene current on it. An endpoint that cannot be
+ * connection (requiring the "scenes" feature of its hello), and makes the
+ * scene current on it; clothd_shards_scenes asks every endpoint. An endpoint that cannot be
  * reached is an error naming it: never a silent move to another endpoint,
  * which would split the scene between two servers. */
 #include "internal.h"
@@ -11,14 +11,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every connection requires it: a clothd without scenes would take "scene"
+ * as an unknown member, warn, and mix every scene's instances. */
+static const char SCENES_FEATURE[] = "scenes";
+
 struct clothd_shards {
     size_t count;
     char **endpoints;     /* as given (the hash reads them) */
     char **hosts;         /* parsed, brackets removed */
     uint16_t *ports;
     clothd_client **clients; /* NULL until first used */
-    clothd_options options;  /* host ignored; token points at `token` */
+    clothd_options options;  /* host ignored; token points at `token`, require at `require` */
     char *token;
+    const char **require;    /* the options' features (the caller's strings, copied) and "scenes" */
+    char **require_copies;
+    size_t nrequire;
 };
 
 static char *copy_n(const char *s, size_t n)
@@ -86,30 +93,6 @@ static bool parse_endpoint(const char *endpoint, char **host, uint16_t *port)
     return *host != NULL;
 }
 
-/* Whether the connection's server lists the "scene" command in its hello
- * (a clothd from before scenes would take "scene" as an unknown member,
- * warn, and mix every scene's instances). */
-static clothd_code check_scenes(clothd_client *c, bool *has, clothd_error *err)
-{
-    char *line = NULL;
-    size_t len = 0;
-    *has = false;
-    clothd_code rc = clothd_request_json(c, "hello", NULL, &line, &len, err);
-    if (rc == CLOTHD_OK) {
-        cdc_jdoc d = {0};
-        char msg[64];
-        if (cdc_jparse(&d, line, len, msg, sizeof msg)) {
-            int commands = cdc_jget(&d, 0, "commands");
-            int i = cdc_jtype_of(&d, commands) == CDC_JARRAY ? cdc_jfirst(&d, commands) : -1;
-            for (uint32_t k = 0; i >= 0 && k < d.tok[commands].count; k++, i = cdc_jnext(&d, i))
-                *has = *has || cdc_jstr_eq(&d, i, "scene");
-        }
-        cdc_jdoc_free(&d);
-    }
-    clothd_free(line);
-    return rc;
-}
-
 clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const clothd_options *o,
                               clothd_shards **out, clothd_error *err)
 {
@@ -164,6 +147,27 @@ clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const 
         }
         s->options.token = s->token;
     }
+    size_t asked = s->options.require != NULL ? s->options.require_count : 0;
+    s->require = calloc(asked + 1, sizeof *s->require);
+    s->require_copies = calloc(asked + 1, sizeof *s->require_copies);
+    if (s->require == NULL || s->require_copies == NULL) {
+        clothd_shards_free(s);
+        return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < asked; i++) {
+        const char *f = s->options.require[i];
+        if (f == NULL || strcmp(f, SCENES_FEATURE) == 0)
+            continue; /* NULL: clothd_connect names it */
+        if ((s->require_copies[s->nrequire] = copy_n(f, strlen(f))) == NULL) {
+            clothd_shards_free(s);
+            return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+        }
+        s->require[s->nrequire] = s->require_copies[s->nrequire];
+        s->nrequire++;
+    }
+    s->require[s->nrequire++] = SCENES_FEATURE;
+    s->options.require = s->require;
+    s->options.require_count = s->nrequire;
     *out = s;
     cdc_ok(err);
     return CLOTHD_OK;
@@ -186,6 +190,10 @@ void clothd_shards_free(clothd_shards *s)
     free(s->hosts);
     free(s->ports);
     free(s->token);
+    for (size_t i = 0; s->require_copies != NULL && i < s->nrequire; i++)
+        free(s->require_copies[i]);
+    free(s->require_copies);
+    free(s->require);
     free(s);
 }
 
@@ -202,6 +210,36 @@ const char *clothd_shards_endpoint(const clothd_shards *s, const char *scene)
     return i == (size_t)-1 ? NULL : s->endpoints[i];
 }
 
+/* The live connection to endpoint i, opened when there is none (or the
+ * last one is gone); an error names the endpoint (and `scene`, if any). */
+static clothd_code open_endpoint(clothd_shards *s, size_t i, const char *scene, clothd_error *err)
+{
+    if (s->clients[i] != NULL)
+        clothd_poll(s->clients[i], 0, NULL, NULL); /* notices a server that went away meanwhile */
+    if (s->clients[i] != NULL && clothd_link_state(s->clients[i]) == CLOTHD_LINK_CLOSED) {
+        clothd_close(s->clients[i]); /* gone for good: connect again below */
+        s->clients[i] = NULL;
+    }
+    if (s->clients[i] != NULL)
+        return CLOTHD_OK;
+    clothd_options o = s->options;
+    o.host = s->hosts[i];
+    o.port = s->ports[i];
+    clothd_error why;
+    clothd_code rc = clothd_connect(&o, &s->clients[i], &why);
+    if (rc == CLOTHD_OK)
+        return CLOTHD_OK;
+    s->clients[i] = NULL;
+    if (scene != NULL)
+        cdc_fail(err, rc, "endpoint %s (scene %s): %s; the scene is not moved to another endpoint",
+                 s->endpoints[i], scene, why.message);
+    else
+        cdc_fail(err, rc, "endpoint %s: %s", s->endpoints[i], why.message);
+    if (err != NULL)
+        snprintf(err->wire_code, sizeof err->wire_code, "%s", why.wire_code);
+    return rc;
+}
+
 clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_client **out, clothd_error *err)
 {
     if (out != NULL)
@@ -212,43 +250,80 @@ clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_clie
     if (i == (size_t)-1)
         return cdc_fail(err, CLOTHD_E_USAGE, "scene: \"%.80s\" is not 1 to 64 of A-Z a-z 0-9 . _ : -",
                         scene ? scene : "(null)");
-    if (s->clients[i] != NULL)
-        clothd_poll(s->clients[i], 0, NULL, NULL); /* notices a server that went away meanwhile */
-    if (s->clients[i] != NULL && clothd_link_state(s->clients[i]) == CLOTHD_LINK_CLOSED) {
-        clothd_close(s->clients[i]); /* gone for good: connect again below */
-        s->clients[i] = NULL;
-    }
-    if (s->clients[i] == NULL) {
-        clothd_options o = s->options;
-        o.host = s->hosts[i];
-        o.port = s->ports[i];
-        clothd_error why;
-        bool has_scenes = false;
-        clothd_code rc = clothd_connect(&o, &s->clients[i], &why);
-        if (rc == CLOTHD_OK)
-            rc = check_scenes(s->clients[i], &has_scenes, &why);
-        if (rc != CLOTHD_OK) {
-            clothd_close(s->clients[i]);
-            s->clients[i] = NULL;
-            cdc_fail(err, rc, "endpoint %s (scene %s): %s; the scene is not moved to another endpoint",
-                     s->endpoints[i], scene, why.message);
-            if (err != NULL)
-                snprintf(err->wire_code, sizeof err->wire_code, "%s", why.wire_code);
-            return rc;
-        }
-        if (!has_scenes) {
-            clothd_close(s->clients[i]);
-            s->clients[i] = NULL;
-            return cdc_fail(err, CLOTHD_E_PROTOCOL,
-                            "endpoint %s: its hello lists no \"scene\" command: sharding needs a clothd with "
-                            "scenes (this one would mix every scene's instances)",
-                            s->endpoints[i]);
-        }
-    }
-    clothd_code rc = clothd_use_scene(s->clients[i], scene, err);
+    clothd_code rc = open_endpoint(s, i, scene, err);
+    if (rc != CLOTHD_OK)
+        return rc;
+    rc = clothd_use_scene(s->clients[i], scene, err);
     if (rc == CLOTHD_OK)
         *out = s->clients[i];
     return rc;
+}
+
+static int by_scene(const void *a, const void *b)
+{
+    return strcmp(((const clothd_scene_info *)a)->scene, ((const clothd_scene_info *)b)->scene);
+}
+
+clothd_code clothd_shards_scenes(clothd_shards *s, clothd_scene_info **list, size_t *count, clothd_error *err)
+{
+    if (list != NULL)
+        *list = NULL;
+    if (count != NULL)
+        *count = 0;
+    if (s == NULL)
+        return cdc_fail(err, CLOTHD_E_USAGE, "shards: NULL");
+    clothd_scene_info *all = NULL;
+    size_t n = 0;
+    clothd_code rc = CLOTHD_OK;
+    for (size_t i = 0; i < s->count && rc == CLOTHD_OK; i++) {
+        rc = open_endpoint(s, i, NULL, err);
+        if (rc != CLOTHD_OK)
+            break;
+        /* Every scene, whichever is current there (and it stays current). */
+        clothd_client *c = s->clients[i];
+        char *current = c->scene;
+        c->scene = NULL;
+        clothd_scene_info *one = NULL;
+        size_t k = 0;
+        clothd_error why;
+        rc = clothd_scenes(c, NULL, &one, &k, &why);
+        c->scene = current;
+        if (rc != CLOTHD_OK) {
+            cdc_fail(err, rc, "endpoint %s: %s", s->endpoints[i], why.message);
+            if (err != NULL)
+                snprintf(err->wire_code, sizeof err->wire_code, "%s", why.wire_code);
+            break;
+        }
+        if (k == 0)
+            continue;
+        clothd_scene_info *grown = realloc(all, (n + k) * sizeof *all);
+        if (grown == NULL) {
+            free(one);
+            rc = cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
+            break;
+        }
+        all = grown;
+        for (size_t j = 0; j < k; j++) {
+            all[n + j] = one[j];
+            all[n + j].endpoint = s->endpoints[i];
+        }
+        n += k;
+        free(one);
+    }
+    if (rc != CLOTHD_OK) {
+        free(all);
+        return rc;
+    }
+    if (n > 1)
+        qsort(all, n, sizeof *all, by_scene);
+    if (count != NULL)
+        *count = n;
+    if (list != NULL)
+        *list = all;
+    else
+        free(all);
+    cdc_ok(err);
+    return CLOTHD_OK;
 }
 
 size_t clothd_shards_count(const clothd_shards *s)

@@ -152,6 +152,8 @@ bool cdc_sub_renew(clothd_client *c)
         if (cdc_req_end(&r, NULL, NULL, NULL) == CLOTHD_E_NOMEM)
             return false;
     }
+    if (!cdc_hello_queue(c))
+        return false;
     for (size_t i = 0; i < c->nsubs && c->link == CDC_LINK_UP; i++) {
         const cdc_sub *s = &c->subs[i];
         if (cdc_req_begin(&r, c, CDC_K_SUBSCRIBE, "subscribe", NULL) != CLOTHD_OK)
@@ -190,6 +192,10 @@ void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const c
     char scene[CLOTHD_SCENE_MAX + 1];
     memcpy(scene, e->scene, sizeof scene);
     cdc_entry_done(c, t);
+    if (role == CDC_ROLE_HELLO) {
+        cdc_hello_reply(c, d, root, ok, &er);
+        return;
+    }
     if (role == CDC_ROLE_AUTH) {
         if (ok) {
             int access = cdc_jget(d, root, "access");

@@ -522,3 +522,119 @@ void ct_fake_stop_seen(ct_fake *f, char *seen, size_t cap)
     close(f->wake[1]);
     free(f);
 }
+
+/* ---- a clothd from before the handshake ---- */
+
+struct ct_old {
+    int listen_fd;
+    uint16_t port;
+    int wake[2];
+    pthread_t thread;
+    pthread_mutex_t lock;
+    char seen[16384]; /* every line read (NUL-terminated) */
+    size_t nseen;
+};
+
+/* The reply to one request line (`n` bytes, no newline) into out. */
+static void old_reply(const char *line, size_t n, char *out, size_t cap)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%.*s", (int)(n < sizeof text ? n : sizeof text - 1), line);
+    const char *id = strstr(text, "\"id\":");
+    long v = id != NULL ? strtol(id + 5, NULL, 10) : 0;
+    if (strstr(text, "\"cmd\":\"hello\"") != NULL)
+        snprintf(out, cap, "{\"id\":%ld,\"ok\":false,\"error\":{\"code\":\"unknown_command\","
+                 "\"message\":\"unknown command \\\"hello\\\"\"}}\n", v);
+    else if (strstr(text, "\"cmd\":\"ping\"") != NULL)
+        snprintf(out, cap, "{\"id\":%ld,\"ok\":true,\"pong\":true}\n", v);
+    else if (strstr(text, "\"cmd\":\"create\"") != NULL)
+        snprintf(out, cap, "{\"id\":%ld,\"ok\":true,\"instance\":1,\"particles\":4,\"constraints\":5}\n", v);
+    else if (strstr(text, "\"cmd\":\"step\"") != NULL)
+        snprintf(out, cap, "{\"id\":%ld,\"ok\":true,\"stepped\":0}\n", v);
+    else
+        snprintf(out, cap, "{\"id\":%ld,\"ok\":true}\n", v);
+}
+
+static void *old_main(void *arg)
+{
+    ct_old *o = arg;
+    for (;;) {
+        struct pollfd pfd[2] = {{o->listen_fd, POLLIN, 0}, {o->wake[0], POLLIN, 0}};
+        if (poll(pfd, 2, 15000) <= 0 || pfd[1].revents || !(pfd[0].revents & POLLIN))
+            return NULL;
+        int c = accept(o->listen_fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char buf[8192];
+        size_t have = 0;
+        for (;;) {
+            struct pollfd q[2] = {{c, POLLIN, 0}, {o->wake[0], POLLIN, 0}};
+            if (poll(q, 2, 15000) <= 0 || q[1].revents) {
+                close(c);
+                return NULL;
+            }
+            ssize_t r = read(c, buf + have, sizeof buf - 1 - have);
+            if (r <= 0)
+                break;
+            have += (size_t)r;
+            char *nl;
+            while ((nl = memchr(buf, '\n', have)) != NULL) {
+                size_t n = (size_t)(nl - buf);
+                pthread_mutex_lock(&o->lock);
+                if (o->nseen + n + 2 < sizeof o->seen) {
+                    memcpy(o->seen + o->nseen, buf, n + 1);
+                    o->nseen += n + 1;
+                    o->seen[o->nseen] = '\0';
+                }
+                pthread_mutex_unlock(&o->lock);
+                char out[512];
+                old_reply(buf, n, out, sizeof out);
+                ssize_t w = write(c, out, strlen(out));
+                (void)w;
+                have -= n + 1;
+                memmove(buf, nl + 1, have);
+            }
+            if (have == sizeof buf - 1)
+                break; /* a line longer than it reads: give up on this connection */
+        }
+        close(c);
+    }
+}
+
+ct_old *ct_old_start(void)
+{
+    ct_old *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return NULL;
+    o->listen_fd = listen_any(&o->port);
+    if (o->listen_fd < 0 || pipe(o->wake) != 0) {
+        free(o);
+        return NULL;
+    }
+    pthread_mutex_init(&o->lock, NULL);
+    pthread_create(&o->thread, NULL, old_main, o);
+    return o;
+}
+
+uint16_t ct_old_port(const ct_old *o) { return o->port; }
+
+void ct_old_seen(ct_old *o, char *seen, size_t cap)
+{
+    pthread_mutex_lock(&o->lock);
+    snprintf(seen, cap, "%s", o->seen);
+    pthread_mutex_unlock(&o->lock);
+}
+
+void ct_old_stop(ct_old *o)
+{
+    if (o == NULL)
+        return;
+    ssize_t w = write(o->wake[1], "x", 1);
+    (void)w;
+    pthread_join(o->thread, NULL);
+    pthread_mutex_destroy(&o->lock);
+    close(o->listen_fd);
+    close(o->wake[0]);
+    close(o->wake[1]);
+    free(o);
+}

@@ -108,6 +108,17 @@ void ct_fake_stop(ct_fake *f);
 /* Stops it and copies every byte it read from its client (cap bytes, NUL-terminated). */
 void ct_fake_stop_seen(ct_fake *f, char *seen, size_t cap);
 
+/* ---- a clothd from before the handshake: answers `hello` with
+ * unknown_command and every other request with ok (ping with "pong",
+ * create with instance 1, step with "stepped"), one connection after another, keeping every
+ * line it read ---- */
+typedef struct ct_old ct_old;
+ct_old *ct_old_start(void);
+uint16_t ct_old_port(const ct_old *o);
+/* Every line it has read so far (a copy, cap bytes, NUL-terminated). */
+void ct_old_seen(ct_old *o, char *seen, size_t cap);
+void ct_old_stop(ct_old *o);
+
 /* The suites (each file's table ends with {NULL, NULL, 0}). */
 extern const ct_test ct_json_tests[];
 extern const ct_test ct_frame_tests[];
@@ -122,5 +133,6 @@ extern const ct_test ct_example_tests[];
 extern const ct_test ct_garment_tests[];
 extern const ct_test ct_scene_tests[];
 extern const ct_test ct_shard_tests[];
+extern const ct_test ct_hello_tests[];
 
 #endif

@@ -45,7 +45,8 @@ static void code_names_should_round_trip(void)
                                CLOTHD_E_INVALID_ARGUMENT, CLOTHD_E_NOT_FOUND, CLOTHD_E_LIMIT_EXCEEDED,
                                CLOTHD_E_LINE_TOO_LONG, CLOTHD_E_INTERNAL, CLOTHD_E_UNAUTHORIZED,
                                CLOTHD_E_IO,        CLOTHD_E_CLOSED,       CLOTHD_E_TIMEOUT,
-                               CLOTHD_E_PROTOCOL,  CLOTHD_E_NOMEM,        CLOTHD_E_USAGE};
+                               CLOTHD_E_PROTOCOL,  CLOTHD_E_NOMEM,        CLOTHD_E_USAGE,
+                               CLOTHD_E_INCOMPATIBLE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         const char *name = clothd_code_name(all[i]);
         CHECK(clothd_code_from_name(name) == all[i], "%s", name);

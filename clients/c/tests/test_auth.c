@@ -58,10 +58,25 @@ static void tokens_should_grant_full_or_read_only_access(void)
     clothd_close(c);
     o.token_from_env = false;
     c = NULL;
-    CHECK(clothd_connect(&o, &c, &err) == CLOTHD_OK, "connecting needs no round trip without a token");
+    CHECK(clothd_connect(&o, &c, &err) == CLOTHD_OK, "a hello refused before auth: %s", err.message);
     CHECK(clothd_access_granted(c) == CLOTHD_ACCESS_NONE);
+    CHECK(clothd_server(c).hello == CLOTHD_HELLO_UNKNOWN && !clothd_has_feature(c, "scenes"),
+          "nothing known before auth");
     CHECK(clothd_ping(c, &err) == CLOTHD_E_UNAUTHORIZED, "without token_from_env the variable is not read");
+    CHECK(clothd_auth(c, full_token, NULL, &err) == CLOTHD_OK, "%s", err.message);
+    CHECK(clothd_server(c).hello == CLOTHD_HELLO_ANSWERED && clothd_has_feature(c, "scenes"),
+          "auth asks hello again");
     clothd_close(c);
+    /* Features required: a hello refused before auth fails the connect. */
+    const char *need[] = {"scenes"};
+    o.require = need;
+    o.require_count = 1;
+    c = NULL;
+    CHECK(clothd_connect(&o, &c, &err) == CLOTHD_E_UNAUTHORIZED && c == NULL &&
+              strstr(err.message, "needs auth first"),
+          "%s: %s", clothd_code_name(err.code), err.message);
+    o.require = NULL;
+    o.require_count = 0;
     unsetenv(CLOTHD_TOKEN_ENV);
 
     CHECK(ct_server_stop(&s) == 0);

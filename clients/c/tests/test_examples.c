@@ -4,7 +4,9 @@
  * the C++ RAII wrapper, the C# P/Invoke snippet under mono, and the
  * skinned cape on a walking character with its --check. An example
  * that is not built in this configuration (the ASan run has no C#) is
- * reported as skipped. */
+ * reported as skipped. And the READMEs' C sessions, compiled as they are
+ * written (only the port changed) and run against their own server, which
+ * they must leave with no instance. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -137,11 +139,129 @@ static void the_walking_cape_should_stay_out_of_the_body(void)
     printf("     %.*s\n", (int)strcspn(summary, "\n"), summary);
 }
 
+/* The text of a file (malloc'd, NUL-terminated), or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *p = realloc(text, cap);
+            if (p == NULL) {
+                free(text);
+                fclose(f);
+                return NULL;
+            }
+            text = p;
+        }
+        k = fread(text + n, 1, cap - 1 - n, f);
+        n += k;
+    } while (k > 0);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+/* The first ```c block after `heading` in the repository file `file`, with
+ * `anchor` replaced by `replacement` (the anchor must be there), wrapped in
+ * main() when `wrap`; NULL (a failure recorded) when something is missing. */
+static char *readme_snippet(const char *file, const char *heading, const char *anchor, const char *replacement,
+                            bool wrap)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", ct_repo(), file);
+    char *text = slurp(path);
+    const char *at = text ? strstr(text, heading) : NULL;
+    const char *start = at ? strstr(at, "```c\n") : NULL;
+    const char *end = start ? strstr(start + 5, "```") : NULL;
+    const char *hit = end ? strstr(start, anchor) : NULL;
+    if (hit == NULL || hit > end) {
+        ct_fail(__FILE__, __LINE__, "readme_snippet", "%s: no ```c block with \"%s\" after \"%s\"", file, anchor,
+                heading);
+        free(text);
+        return NULL;
+    }
+    start += 5;
+    size_t size = (size_t)(end - start) + strlen(replacement) + 64;
+    char *code = malloc(size);
+    if (code != NULL) {
+        /* A fragment's first line is its #include; the rest goes into main(). */
+        const char *body = wrap ? strchr(start, '\n') + 1 : start;
+        snprintf(code, size, "%.*s%s%.*s%s%.*s%s", (int)(body - start), start, wrap ? "int main(void)\n{\n" : "",
+                 (int)(hit - body), body, replacement, (int)(end - hit - strlen(anchor)), hit + strlen(anchor),
+                 wrap ? "return 0;\n}\n" : "");
+    }
+    free(text);
+    return code;
+}
+
+/* Compiles `code` against the library, runs it against the server on
+ * `port` (its stdout in out), and checks that it left no instance and no
+ * scene behind (an ephemeral one goes when its connection closes). */
+static void run_snippet(const char *what, const char *code, uint16_t port, char *out, size_t cap)
+{
+    char src[512], cmd[2400];
+    REQUIRE(code != NULL);
+    REQUIRE(ct_write_temp(code, src, sizeof src));
+    const char *libdir = getenv("CLOTHD_C_LIBDIR");
+    snprintf(cmd, sizeof cmd, "cc -std=c11 -DPORT=%u -I%s/clients/c/include -x c %s -x none %s/libclothd.a -lm -o %s.bin 2>&1",
+             (unsigned)port, ct_repo(), src, libdir ? libdir : ".", src);
+    int rc = ct_run(cmd, out, cap);
+    CHECK(rc == 0, "%s does not compile:\n%s\n%s", what, out, code);
+    if (rc == 0) {
+        snprintf(cmd, sizeof cmd, "%s.bin", src);
+        rc = ct_run(cmd, out, cap);
+        CHECK(rc == 0, "%s exited %d:\n%s", what, rc, out);
+        remove(cmd);
+    }
+    remove(src);
+    clothd_client *c = ct_connect(port, NULL);
+    REQUIRE(c != NULL);
+    clothd_status st = {0};
+    clothd_error err;
+    size_t scenes = 1;
+    int64_t until = ct_now_ms() + 3000;
+    do {
+        clothd_status_free(&st);
+        if (clothd_get_status(c, &st, &err) != CLOTHD_OK || clothd_scenes(c, NULL, NULL, &scenes, &err) != CLOTHD_OK)
+            break;
+        if (st.instance_count == 0 && scenes == 0)
+            break;
+        ct_sleep_ms(20);
+    } while (ct_now_ms() < until);
+    CHECK(st.instance_count == 0 && scenes == 0, "%s left %zu instances, %zu scenes", what, st.instance_count, scenes);
+    clothd_status_free(&st);
+    clothd_close(c);
+}
+
+static void the_readme_c_sessions_should_leave_nothing_behind(void)
+{
+    ct_server s;
+    REQUIRE(ct_server_start(&s, NULL, 0));
+    char out[4096];
+    char *code = readme_snippet("clients/c/README.md", "## A session", "clothd_options opt = clothd_options_default();",
+                                "clothd_options opt = clothd_options_default(); opt.port = PORT;", false);
+    run_snippet("clients/c/README.md's session", code, s.port, out, sizeof out);
+    CHECK(strstr(out, "frame 180, bottom-left y = ") != NULL, "%s", out);
+    free(code);
+    code = readme_snippet("README.md", "## From C and C++", "clothd_connect(NULL, &c, &err);",
+                          "clothd_options o_ = clothd_options_default(); o_.port = PORT; clothd_connect(&o_, &c, &err);",
+                          true);
+    run_snippet("README.md's C session", code, s.port, out, sizeof out);
+    free(code);
+    CHECK(ct_server_stop(&s) == 0);
+}
+
 const ct_test ct_example_tests[] = {
     {"examples: the walking cape (skinned mesh, 8 capsules, binary skin) --check", the_walking_cape_should_stay_out_of_the_body, 60},
     {"examples: the C game loop (a cape on a walking capsule, 60 Hz)", the_cape_game_loop_should_run_at_60_hz, 20},
     {"examples: the game loop built with pkg-config", the_pkg_config_build_should_run_too, 20},
     {"examples: the C++ RAII wrapper", the_cpp_wrapper_should_work, 0},
     {"examples: the C# P/Invoke snippet under mono", the_csharp_snippet_should_work, 0},
+    {"examples: the READMEs' C sessions leave nothing behind", the_readme_c_sessions_should_leave_nothing_behind, 30},
     {NULL, NULL, 0},
 };

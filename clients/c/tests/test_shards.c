@@ -4,8 +4,8 @@
  * only onto itself, the current scene written on exactly the commands that
  * take one (read off the wire by a fake server), a down endpoint named in
  * the error, a server without scenes refused by name, and scenes over
- * three real servers (once the server has scenes: until then that test
- * says it is skipped). */
+ * three real servers: each on its own, every scene-taking command sent to
+ * its scene's server, and `scenes` asked of every server, merged. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -181,6 +181,7 @@ static void the_current_scene_should_go_on_exactly_the_commands_that_take_one(vo
     REQUIRE(f != NULL);
     clothd_options o = clothd_options_default();
     o.port = ct_fake_port(f);
+    o.no_hello = true; /* the fake answers nothing, hello included */
     clothd_client *c = NULL;
     clothd_error err;
     REQUIRE_OK(clothd_connect(&o, &c, &err), err);
@@ -204,13 +205,17 @@ static void the_current_scene_should_go_on_exactly_the_commands_that_take_one(vo
     REQUIRE_OK(cdc_req_begin(&r, c, CDC_K_STEP, "step", &err), err);
     cdc_put_str(&r.w, "scene", "explicit");
     REQUIRE_OK(cdc_req_end(&r, NULL, NULL, &err), err);
+    REQUIRE_OK(cdc_req_begin(&r, c, CDC_K_SCENE, "scene", &err), err); /* 11: scene given no name */
+    REQUIRE_OK(cdc_req_end(&r, NULL, NULL, &err), err);
+    REQUIRE_OK(cdc_req_begin(&r, c, CDC_K_SCENES, "scenes", &err), err); /* 12: scenes, the same */
+    REQUIRE_OK(cdc_req_end(&r, NULL, NULL, &err), err);
     REQUIRE_OK(clothd_use_scene(c, NULL, &err), err);
-    clothd_send_step(c, NULL, NULL, &err);          /* 11: none */
+    clothd_send_step(c, NULL, NULL, &err);          /* 13: none */
     REQUIRE_OK(clothd_flush(c, &err), err);
     char seen[8192];
     ct_fake_stop_seen(f, seen, sizeof seen);
     clothd_close(c);
-    const bool want[] = {false, true, true, true, true, false, false, false, true, false, false};
+    const bool want[] = {false, true, true, true, true, false, false, false, true, false, true, true, false};
     const char *line = seen;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const char *end = strchr(line, '\n');
@@ -250,17 +255,6 @@ static void a_down_endpoint_should_be_named_in_the_error(void)
     clothd_shards_free(s);
 }
 
-/* Whether the server has scenes: its hello lists the "scene" command. */
-static bool server_has_scenes(clothd_client *c)
-{
-    char *line = NULL;
-    clothd_error err;
-    bool has = clothd_request_json(c, "hello", NULL, &line, NULL, &err) == CLOTHD_OK &&
-               strstr(line, "\"scene\"") != NULL;
-    clothd_free(line);
-    return has;
-}
-
 static void a_server_without_scenes_should_be_refused_by_name(void)
 {
     static const char reply[] = "{\"id\":1,\"ok\":true,\"server\":\"clothd\",\"commands\":[\"create\",\"hello\"]}\n";
@@ -273,8 +267,10 @@ static void a_server_without_scenes_should_be_refused_by_name(void)
     clothd_error err;
     REQUIRE_OK(clothd_shards_new(list, 1, NULL, &s, &err), err);
     clothd_client *c = NULL;
-    CHECK(clothd_shards_scene(s, "npc-capes", &c, &err) == CLOTHD_E_PROTOCOL && c == NULL);
-    CHECK(strstr(err.message, endpoint) != NULL && strstr(err.message, "\"scene\" command"), "%s", err.message);
+    CHECK(clothd_shards_scene(s, "npc-capes", &c, &err) == CLOTHD_E_INCOMPATIBLE && c == NULL, "%s: %s",
+          clothd_code_name(err.code), err.message);
+    CHECK(strstr(err.message, endpoint) != NULL && strstr(err.message, "lacks the feature \"scenes\""), "%s",
+          err.message);
     CHECK(clothd_shards_client_at(s, 0) == NULL, "no connection kept");
     clothd_shards_free(s);
     ct_fake_stop(f);
@@ -299,12 +295,9 @@ static void scenes_should_each_live_on_their_server_among_three(void)
         goto done;
     }
     clothd_client *probe = ct_connect(servers[0].port, NULL);
-    bool has_scenes = probe != NULL && server_has_scenes(probe);
+    bool has_scenes = probe != NULL && clothd_has_feature(probe, "scenes");
     clothd_close(probe);
-    if (!has_scenes) {
-        printf("     (skipped: this clothd's hello lists no \"scene\" command; it runs once scenes are on main)\n");
-        goto done;
-    }
+    CHECK(has_scenes, "the server's hello lists the \"scenes\" feature");
     enum { SCENES = 12 };
     clothd_instance made[SCENES];
     for (int k = 0; k < SCENES; k++) {
@@ -364,6 +357,134 @@ done:
             CHECK(ct_server_stop(&servers[i]) == 0);
 }
 
+/* Every command that takes a scene goes to the scene's server (scene and
+ * scenes given no name, soft bodies, save, record), and `scenes` asked of
+ * the set lists every server's scenes once, each with its server. */
+static void every_scene_command_should_reach_its_server_and_scenes_merge(void)
+{
+    enum { N = 9 };
+    char dirs[3][40];
+    ct_server servers[3] = {{0}};
+    char endpoints[3][32];
+    const char *list[3];
+    bool started = true;
+    for (int i = 0; i < 3; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "/tmp/clothd-c-route-XXXXXX");
+        const char *args[] = {"--data-dir", dirs[i], NULL};
+        started = started && mkdtemp(dirs[i]) != NULL && ct_server_start(&servers[i], args, 0);
+        snprintf(endpoints[i], sizeof endpoints[i], "127.0.0.1:%u", (unsigned)servers[i].port);
+        list[i] = endpoints[i];
+    }
+    clothd_shards *s = NULL;
+    clothd_error err;
+    clothd_client *c = NULL;
+    clothd_scene_info *merged = NULL;
+    if (!started || clothd_shards_new(list, 3, NULL, &s, &err) != CLOTHD_OK) {
+        CHECK(false, "three servers with --data-dir and their shards");
+        goto done;
+    }
+    bool used[3] = {false, false, false};
+    for (int k = 0; k < N; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "route-%d", k);
+        used[clothd_place_scene(list, 3, name)] = true;
+        if (clothd_shards_scene(s, name, &c, &err) != CLOTHD_OK) {
+            CHECK(false, "%s: %s", name, err.message);
+            goto done;
+        }
+        clothd_cloth_options o = clothd_cloth_default();
+        o.width = clothd_i(4);
+        o.height = clothd_i(4);
+        clothd_softbody_options b = clothd_softbody_default();
+        b.shape = CLOTHD_SHAPE_BOX;
+        b.size = clothd_v3(0.2f, 0.2f, 0.2f);
+        b.cells = clothd_i3(1, 1, 1);
+        clothd_created made;
+        CHECK(clothd_create_cloth(c, &o, &made, &err) == CLOTHD_OK, "%s: %s", name, err.message);
+        CHECK(clothd_create_softbody(c, &b, &made, &err) == CLOTHD_OK, "%s: %s", name, err.message);
+        bool held = true;
+        size_t count = 0;
+        CHECK(clothd_scene(c, NULL, (clothd_opt_b){false, false}, &held, &count, &err) == CLOTHD_OK &&
+                  count == 2 && !held,
+              "%s: scene: %zu instances: %s", name, count, err.message);
+        clothd_scene_info *mine = NULL;
+        CHECK(clothd_scenes(c, NULL, &mine, &count, &err) == CLOTHD_OK && count == 1 &&
+                  strcmp(mine[0].scene, name) == 0 && mine[0].instances == 2 && mine[0].endpoint == NULL,
+              "%s: scenes: %zu entries: %s", name, count, err.message);
+        clothd_free(mine);
+        uint32_t saved = 0;
+        CHECK(clothd_save(c, name, NULL, 0, &saved, NULL, &err) == CLOTHD_OK && saved == 2, "%s: save %u: %s",
+              name, saved, err.message);
+        uint64_t frames = 0;
+        CHECK(clothd_record(c, name, NULL, 0, &err) == CLOTHD_OK, "%s: record: %s", name, err.message);
+        CHECK(clothd_step(c, NULL, NULL, &err) == CLOTHD_OK, "%s: %s", name, err.message);
+        CHECK(clothd_record_stop(c, &frames, &err) == CLOTHD_OK && frames == 1, "%s: %s", name, err.message);
+    }
+    CHECK(used[0] + used[1] + used[2] >= 2, "the scenes spread over at least two servers");
+    /* Each server holds its own scenes, their snapshots and journals. */
+    for (int i = 0; i < 3; i++) {
+        clothd_client *own = ct_connect(servers[i].port, NULL);
+        clothd_scene_info *got = NULL;
+        size_t count = 0;
+        CHECK(own != NULL && clothd_scenes(own, NULL, &got, &count, &err) == CLOTHD_OK, "%s", err.message);
+        size_t want = 0;
+        for (int k = 0; k < N; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "route-%d", k);
+            if (clothd_place_scene(list, 3, name) != (size_t)i)
+                continue;
+            want++;
+            bool listed = false;
+            for (size_t j = 0; j < count; j++)
+                listed = listed || (strcmp(got[j].scene, name) == 0 && got[j].instances == 2);
+            CHECK(listed, "%s lists %s", list[i], name);
+            char path[128];
+            snprintf(path, sizeof path, "%s/%s.cds", dirs[i], name);
+            FILE *f = fopen(path, "rb");
+            CHECK(f != NULL, "%s: the snapshot is on its server", path);
+            if (f != NULL)
+                fclose(f);
+        }
+        CHECK(count == want, "%s lists %zu scenes, %zu were placed there", list[i], count, want);
+        clothd_free(got);
+        clothd_close(own);
+    }
+    /* The set's view: every scene once, sorted, each with its server. */
+    size_t count = 0;
+    CHECK(clothd_shards_scenes(s, &merged, &count, &err) == CLOTHD_OK && count == N, "%zu: %s", count,
+          err.message);
+    for (size_t j = 0; merged != NULL && j < count; j++) {
+        CHECK(j == 0 || strcmp(merged[j - 1].scene, merged[j].scene) < 0, "sorted");
+        CHECK(merged[j].instances == 2 && merged[j].endpoint != NULL &&
+                  strcmp(merged[j].endpoint, clothd_shards_endpoint(s, merged[j].scene)) == 0,
+              "%s on %s", merged[j].scene, merged[j].endpoint ? merged[j].endpoint : "(null)");
+    }
+    CHECK(c != NULL && clothd_current_scene(c) != NULL, "asking every server leaves the current scene");
+    for (int k = 0; k < N; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "route-%d", k);
+        size_t gone = 0;
+        CHECK(clothd_shards_scene(s, name, &c, &err) == CLOTHD_OK &&
+                  clothd_destroy_scene(c, name, NULL, &gone, &err) == CLOTHD_OK && gone == 2,
+              "%s: %s", name, err.message);
+    }
+    clothd_free(merged);
+    merged = NULL;
+    CHECK(clothd_shards_scenes(s, &merged, &count, &err) == CLOTHD_OK && count == 0 && merged == NULL,
+          "%zu left: %s", count, err.message);
+done:
+    clothd_free(merged);
+    clothd_shards_free(s);
+    for (int i = 0; i < 3; i++) {
+        if (servers[i].pid > 0)
+            CHECK(ct_server_stop(&servers[i]) == 0);
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[i]);
+        char out[16];
+        ct_run(cmd, out, sizeof out);
+    }
+}
+
 const ct_test ct_shard_tests[] = {
     {"shards: rendezvous reproduces the shared vectors", rendezvous_should_reproduce_the_shared_vectors, 0},
     {"shards: a 4th endpoint moves about 1/4, only onto itself", a_fourth_endpoint_should_move_a_quarter_and_only_onto_itself, 0},
@@ -372,5 +493,7 @@ const ct_test ct_shard_tests[] = {
     {"shards: a down endpoint is named in the error", a_down_endpoint_should_be_named_in_the_error, 0},
     {"shards: a server without scenes is refused by name", a_server_without_scenes_should_be_refused_by_name, 0},
     {"shards: scenes live on their server among three", scenes_should_each_live_on_their_server_among_three, 30},
+    {"shards: every scene command reaches its server, scenes merge",
+     every_scene_command_should_reach_its_server_and_scenes_merge, 30},
     {NULL, NULL, 0},
 };

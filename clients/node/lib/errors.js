@@ -1,18 +1,6 @@
 'use strict';
 // Error classes shared by the client and the frame decoder.
 
-/** The server's stable error codes (PROTOCOL.md, Errors). */
-const ERROR_CODES = Object.freeze([
-  'parse_error',
-  'unknown_command',
-  'invalid_argument',
-  'not_found',
-  'limit_exceeded',
-  'line_too_long',
-  'internal',
-  'unauthorized',
-]);
-
 /**
  * An error reply from the server ({"ok":false,"error":{code,message}}).
  * `code` is one of ERROR_CODES, `message` is the server's text unchanged
@@ -23,10 +11,63 @@ const ERROR_CODES = Object.freeze([
 class ClothdError extends Error {
   constructor(code, message, reply) {
     super(message);
-    this.name = 'ClothdError';
+    this.name = new.target.name; // 'NotFound' for a NotFound
     this.code = code;
     this.reply = reply;
   }
+}
+
+// One subclass per stable code (PROTOCOL.md, Errors; solver/errors.h), named
+// as the Python client names them: a caller catches the one it handles
+// (`err instanceof NotFound`) and still catches ClothdError for any.
+
+/** parse_error: the line was not a JSON object (or broke strict input). */
+class ParseError extends ClothdError {}
+/** unknown_command: `cmd` names no command of this server. */
+class UnknownCommand extends ClothdError {}
+/**
+ * invalid_argument: a field is missing, of the wrong type, out of range,
+ * not one of its names; on a strict connection, an unknown member.
+ */
+class InvalidArgument extends ClothdError {}
+/** not_found: no such instance or collider, or not in the request's scene. */
+class NotFound extends ClothdError {}
+/** limit_exceeded: a configured limit (particles, instances, step work, colliders, list entries, connections). */
+class LimitExceeded extends ClothdError {}
+/** line_too_long: a request over --max-line; the server closes the connection. */
+class LineTooLong extends ClothdError {}
+/** internal: out of memory, or a file the server could not write; the request had no effect. */
+class InternalError extends ClothdError {}
+/**
+ * unauthorized: a wrong or missing token ("token: wrong token"), a command
+ * before `auth`, or one beyond the read-only token.
+ */
+class Unauthorized extends ClothdError {}
+
+/** The wire's codes -> their class, in PROTOCOL.md's order (the one list). */
+const ERROR_CLASSES = Object.freeze({
+  parse_error: ParseError,
+  unknown_command: UnknownCommand,
+  invalid_argument: InvalidArgument,
+  not_found: NotFound,
+  limit_exceeded: LimitExceeded,
+  line_too_long: LineTooLong,
+  internal: InternalError,
+  unauthorized: Unauthorized,
+});
+// Each class knows its code too: NotFound.code === 'not_found'.
+for (const [code, cls] of Object.entries(ERROR_CLASSES)) cls.code = code;
+
+/** The server's stable error codes (PROTOCOL.md, Errors). */
+const ERROR_CODES = Object.freeze(Object.keys(ERROR_CLASSES));
+
+/**
+ * The error for an error reply: its code's class, or ClothdError itself for
+ * a code this client does not know (a newer server's).
+ */
+function errorFromReply(code, message, reply) {
+  const Cls = Object.hasOwn(ERROR_CLASSES, code) ? ERROR_CLASSES[code] : ClothdError;
+  return new Cls(code, message, reply);
 }
 
 /**
@@ -91,20 +132,53 @@ class EndpointUnavailable extends Error {
 }
 
 /**
- * A server that lacks what the client needs: a ShardedClient asks each
- * endpoint's `hello` when it connects and refuses one whose `commands` do
- * not include "scene" (a clothd from before scenes would take "scene" as an
- * unknown member, warn, and mix every scene's instances). Code
- * "incompatible_server", which the server never sends; `endpoint` names it.
+ * A server that lacks what the client needs; `endpoint` names it
+ * ("10.0.0.7:7878"). Code "incompatible_server", which the server never
+ * sends: the client raises it before sending anything. Raised as its
+ * subclass FeatureMissing.
  */
 class IncompatibleServer extends ClothdError {
   constructor(endpoint, message) {
     super('incompatible_server', `clothd endpoint ${endpoint}: ${message}`, undefined);
-    this.name = 'IncompatibleServer';
     this.endpoint = endpoint;
   }
 }
 
+/**
+ * The server's hello does not list a feature the client needs (PROTOCOL.md
+ * "hello"), as the Python client's FeatureMissing: one required at connect
+ * (`new Client({require: ['scenes']})`, a ShardedClient's "scenes"), or one
+ * a call needs (createSoftbody against a server whose hello lists no
+ * "softbody"; any against a server without `hello`: no features known).
+ * Nothing was sent for the call. `features` names the missing ones,
+ * `neededBy` what needed them ('required by this client', 'needed by
+ * "create"').
+ */
+class FeatureMissing extends IncompatibleServer {
+  constructor(endpoint, message, features, neededBy) {
+    super(endpoint, message);
+    this.features = features;
+    this.neededBy = neededBy;
+  }
+}
+
 module.exports = {
-  ERROR_CODES, ClothdError, ProtocolError, ConnectionClosed, ClothdWarning, EndpointUnavailable, IncompatibleServer,
+  ERROR_CODES,
+  ERROR_CLASSES,
+  errorFromReply,
+  ClothdError,
+  ParseError,
+  UnknownCommand,
+  InvalidArgument,
+  NotFound,
+  LimitExceeded,
+  LineTooLong,
+  InternalError,
+  Unauthorized,
+  ProtocolError,
+  ConnectionClosed,
+  ClothdWarning,
+  EndpointUnavailable,
+  IncompatibleServer,
+  FeatureMissing,
 };

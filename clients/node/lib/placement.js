@@ -12,11 +12,15 @@ const MASK64 = (1n << 64n) - 1n;
 const FNV64_OFFSET = 0xcbf29ce484222325n;
 const FNV64_PRIME = 0x100000001b3n;
 
-/** The commands that accept "scene" (wind only with an instance). */
+/**
+ * The commands that accept "scene" (wind only with an instance): `scene`
+ * names the scene it asks about or ties, `scenes` lists only that scene's
+ * entry; the others act in the scene.
+ */
 const SCENE_COMMANDS = Object.freeze(new Set([
   'create', 'destroy', 'pin', 'unpin', 'wind', 'gravity', 'addCollider', 'moveCollider',
   'removeCollider', 'enable', 'step', 'get', 'subscribe', 'unsubscribe', 'status', 'set',
-  'transform', 'attach', 'topology', 'skin', 'teleport', 'save', 'record',
+  'transform', 'attach', 'topology', 'skin', 'teleport', 'save', 'record', 'scene', 'scenes',
 ]));
 
 const SCENE_NAME = /^[A-Za-z0-9._:-]{1,64}$/;

@@ -12,16 +12,21 @@
 // spans two servers, so a down endpoint is an error naming it
 // (EndpointUnavailable), never a silent move elsewhere.
 
-const { ClothdError, ConnectionClosed, EndpointUnavailable, IncompatibleServer } = require('./errors.js');
+const { ClothdError, ConnectionClosed, EndpointUnavailable } = require('./errors.js');
 const { placeScene, checkSceneName, parseEndpoint } = require('./placement.js');
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10000;
 
-/** The Client methods a Scene offers, each run in the scene. */
+/**
+ * The Client methods a Scene offers, each run in the scene (every Client
+ * method whose command takes "scene"; destroy, scene and scenes are the
+ * Scene's own, below).
+ */
 const SCENE_METHODS = Object.freeze([
-  'request', 'create', 'createCloth', 'createMeshCloth', 'skin', 'pinBulk', 'teleport', 'topology',
-  'set', 'transform', 'attach', 'pin', 'unpin', 'wind', 'gravity', 'addCollider', 'addTaperedCapsule',
-  'moveCollider', 'removeCollider', 'enable', 'step', 'get', 'subscribe', 'unsubscribe', 'status',
+  'request', 'create', 'createCloth', 'createSoftbody', 'createMeshCloth', 'skin', 'pinBulk', 'teleport',
+  'topology', 'set', 'transform', 'attach', 'pin', 'unpin', 'wind', 'gravity', 'addCollider',
+  'addTaperedCapsule', 'moveCollider', 'removeCollider', 'enable', 'step', 'get', 'subscribe', 'unsubscribe',
+  'status', 'save', 'record',
 ]);
 
 // The connection failed (as opposed to the server answering an error).
@@ -74,6 +79,20 @@ class Scene {
   async destroy(instance) {
     if (instance === undefined) await this._call('request', ['destroy', {}]);
     else await this._call('destroy', [instance]);
+  }
+
+  /**
+   * Ties the scene to this connection (opts.ephemeral true), lets go of it
+   * (false) or only asks: the `scene` reply ({scene, instances, ephemeral,
+   * owned}).
+   */
+  scene(opts = {}) {
+    return this._call('scene', [this.name, opts]);
+  }
+
+  /** The scene's entry of `scenes`: [{scene, instances, ephemeral}], [] when it has none. */
+  scenes() {
+    return this._call('scenes', [{ scene: this.name }]);
   }
 
   /** The ids of the scene's instances (from status). */
@@ -132,9 +151,10 @@ class ShardedClient {
 
   /**
    * Resolves with the connection to `endpoint` (one of this.endpoints),
-   * connecting first when there is none (its hello must list the "scene"
-   * command, else IncompatibleServer); rejects with EndpointUnavailable
-   * (naming `scene` when given) when it cannot be reached.
+   * connecting first when there is none (its hello must list the "scenes"
+   * feature, and any the options require, else FeatureMissing); rejects
+   * with EndpointUnavailable (naming `scene` when given) when it cannot be
+   * reached.
    */
   async client(endpoint, scene) {
     if (!this.endpoints.includes(endpoint))
@@ -155,30 +175,45 @@ class ShardedClient {
   _open(endpoint) {
     const { Client } = require('../index.js'); // here: index.js requires this file
     const { host, port } = parseEndpoint(endpoint);
-    const client = new Client({ ...this._clientOptions, host, port });
+    // A clothd without scenes would only warn about "scene" and mix every
+    // scene's instances: the connection requires the feature, so such a
+    // server is refused by name (FeatureMissing) at connect.
+    const required = [...new Set([...(this._clientOptions.require ?? []), 'scenes'])];
+    const client = new Client({ ...this._clientOptions, require: required, hello: true, host, port });
     let timer;
     const timeout = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no connection within ${this._connectTimeoutMs} ms`)),
         this._connectTimeoutMs);
     });
-    // Connected, then hello: a clothd without scenes would only warn about
-    // "scene" and mix every scene's instances, so it is refused by name.
     const ready = Promise.race([client.connect(), timeout]).finally(() => clearTimeout(timer))
-      .then(() => client.hello())
-      .then(
-        (reply) => {
-          if (!(reply.commands ?? []).includes('scene'))
-            throw new IncompatibleServer(endpoint, 'its hello lists no "scene" command: sharding needs a clothd '
-              + "with scenes (this one would mix every scene's instances)");
-          return client;
-        },
-      )
+      .then(() => client)
       .catch((err) => {
         this._forget(endpoint, client);
         throw err;
       });
     ready.catch(() => {}); // reported to each caller by client()
     return { client, ready };
+  }
+
+  /**
+   * Every scene of every endpoint, sorted by name: [{scene, instances,
+   * ephemeral, endpoint}] (`scenes` sent to each server, merged; a scene
+   * lives on one server, so each appears once). Connects to every endpoint;
+   * one that cannot be reached rejects with EndpointUnavailable naming it
+   * (a partial list would read as scenes that are gone).
+   */
+  async scenes() {
+    const lists = await Promise.all(this.endpoints.map(async (endpoint) => {
+      const client = await this.client(endpoint);
+      try {
+        return (await client.scenes()).map((entry) => ({ ...entry, endpoint }));
+      } catch (err) {
+        if (!isConnectionError(err)) throw err;
+        this._forget(endpoint, client);
+        throw new EndpointUnavailable(endpoint, undefined, err);
+      }
+    }));
+    return lists.flat().sort((a, b) => (a.scene < b.scene ? -1 : a.scene > b.scene ? 1 : 0));
   }
 
   /** The endpoints with an open connection. */

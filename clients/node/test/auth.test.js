@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const { Client, ClothdError, ConnectionClosed, TOKEN_ENV } = require('..');
+const { Client, ClothdError, ConnectionClosed, Unauthorized, TOKEN_ENV } = require('..');
 const { startServer } = require('../test-support/server.js');
 
 const FULL = 'node-full-token-0123456789';
@@ -52,7 +52,7 @@ function withEnv(value, fn) {
 
 async function rejectsUnauthorized(promise, message) {
   await assert.rejects(promise, (e) => {
-    assert.ok(e instanceof ClothdError, `a ClothdError, not ${e}`);
+    assert.ok(e instanceof Unauthorized && e instanceof ClothdError, `an Unauthorized, not ${e}`);
     assert.equal(e.code, 'unauthorized');
     assert.equal(e.message, message);
     assert.deepEqual(e.reply.error, { code: 'unauthorized', message });

@@ -182,7 +182,7 @@ test('backpressure: while the server does not read, requests wait for drain, the
       resume = () => socket.resume();
     },
   );
-  const c = await Client.connect({ port: fake.port });
+  const c = await Client.connect({ port: fake.port, hello: false }); // a fake: no handshake
   try {
     const n = 20000;
     const padding = 'x'.repeat(1000); // 20 MB in all: more than the kernel buffers
@@ -207,7 +207,7 @@ test('backpressure: while the server does not read, requests wait for drain, the
 
 test('a reply whose id does not match fails loudly: ProtocolError, connection closed', async () => {
   const fake = await fakeServer((req) => `{"id":${req.id + 1},"ok":true}\n`);
-  const c = await Client.connect({ port: fake.port });
+  const c = await Client.connect({ port: fake.port, hello: false }); // a fake: no handshake
   const errors = [];
   c.on('error', (e) => errors.push(e));
   const closed = new Promise((resolve) => c.once('close', resolve));
@@ -243,7 +243,7 @@ test('frames at unaligned offsets are copied, aligned ones are views; unknown ve
     }
     return `{"id":${req.id},"ok":true}\n`;
   });
-  const c = await Client.connect({ port: fake.port });
+  const c = await Client.connect({ port: fake.port, hello: false }); // a fake: no handshake
   const warnings = [];
   c.on('warning', (w) => warnings.push(w.message));
   const events = [];

@@ -74,7 +74,7 @@ test('skin() and pinBulk() put exactly the vectors on the wire', async () => {
     });
   });
   await new Promise((resolve) => fake.listen(0, '127.0.0.1', resolve));
-  const c = await Client.connect({ host: '127.0.0.1', port: fake.address().port });
+  const c = await Client.connect({ host: '127.0.0.1', port: fake.address().port, hello: false });
   try {
     await c.skin(3, [[0, 1, 0], [0.1, 1, 0]], [[0, 0, 1], [0, 0, 1]]);
     assert.equal(await c.pinBulk(3, [5], [[0, 2, 0]]), 1);

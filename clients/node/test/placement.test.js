@@ -13,7 +13,7 @@ const path = require('node:path');
 const net = require('node:net');
 
 const {
-  Client, Scene, ShardedClient, EndpointUnavailable, IncompatibleServer, SCENE_COMMANDS, rendezvousWeight,
+  Client, Scene, ShardedClient, EndpointUnavailable, IncompatibleServer, FeatureMissing, SCENE_COMMANDS, rendezvousWeight,
   placeScene, checkSceneName, parseEndpoint,
 } = require('..');
 const { fnv1a64, fmix64 } = require('../lib/placement.js');
@@ -131,7 +131,7 @@ test('a down endpoint is named in the error, and nothing fails over', async () =
   await shards.close();
 });
 
-test('a server without scenes is refused by name (its hello lists no "scene")', async () => {
+test('a server without scenes is refused by name (its hello lists no "scenes" feature)', async () => {
   // A fake clothd from before scenes: answers hello, then waits.
   const server = net.createServer((socket) => {
     let buf = '';
@@ -153,7 +153,9 @@ test('a server without scenes is refused by name (its hello lists no "scene")', 
       assert.ok(err instanceof IncompatibleServer, err.stack);
       assert.equal(err.code, 'incompatible_server');
       assert.equal(err.endpoint, endpoint);
-      assert.ok(err.message.includes(endpoint) && err.message.includes('"scene"'), err.message);
+      assert.ok(err instanceof FeatureMissing);
+      assert.deepEqual(err.features, ['scenes']);
+      assert.ok(err.message.includes(endpoint) && err.message.includes('lacks the feature "scenes"'), err.message);
       return true;
     });
     assert.deepEqual(shards.connected, []);

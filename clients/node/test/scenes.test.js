@@ -1,13 +1,9 @@
 'use strict';
 // Scenes and connection-owned lifetimes through the Node client, against
-// the real server; and the README's Node snippet, run twice, leaves
-// nothing behind.
+// the real server (the READMEs' snippets: readme.test.js).
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
-const fs = require('node:fs');
-const path = require('node:path');
-const { execFile } = require('node:child_process');
 
 const { Client, ClothdError } = require('..');
 const { startServer } = require('../test-support/server.js');
@@ -96,19 +92,4 @@ test('ephemeral instances and a held scene go with their connection', async () =
   assert.ok((await live()).includes(kept));
   assert.ok(!(await sceneNames(client)).includes('node-match'));
   await client.destroy(kept);
-});
-
-test("the README's Node snippet, run twice, leaves nothing behind", async () => {
-  const readme = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
-  const code = readme.match(/## Drive it from Node[\s\S]*?```js\n([\s\S]*?)```/)[1]
-    .replace("require('./clients/node')", `require(${JSON.stringify(path.join(__dirname, '..'))})`)
-    .replace("host: '127.0.0.1', port: 7878", `host: '127.0.0.1', port: ${server.address.port}`);
-  for (let run = 0; run < 2; run++) {
-    const out = await new Promise((resolve, reject) => {
-      execFile(process.execPath, ['-e', code], { timeout: 30000 }, (err, stdout, stderr) =>
-        (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
-    });
-    assert.match(out, /\d+ 59 /, 'it printed frames up to frame 59 (60 follows the last reply)');
-    await waitUntil(async () => !(await sceneNames(client)).includes('readme-js'), 'the snippet\'s cloth gone');
-  }
 });

@@ -16,6 +16,7 @@ namespace Clothd
         Ok = 0, ParseError = 1, UnknownCommand = 2, InvalidArgument = 3, NotFound = 4, LimitExceeded = 5,
         LineTooLong = 6, Internal = 7, Unauthorized = 8,
         Io = 100, Closed = 101, Timeout = 102, Protocol = 103, NoMem = 104, Usage = 105, Unknown = 106,
+        Incompatible = 107,
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -80,7 +81,11 @@ namespace Clothd
         public int ReconnectTimeoutMs;
         public int Rcvbuf;
         public UIntPtr MaxMessage;
-        public IntPtr OnFrame, OnEvent, User;
+        public IntPtr OnFrame, OnEvent, User, OnWarning;
+        [MarshalAs(UnmanagedType.U1)] public bool Strict;
+        public IntPtr Require;       // const char *const *: features the server's hello must list
+        public UIntPtr RequireCount;
+        [MarshalAs(UnmanagedType.U1)] public bool NoHello;
     }
 
     // clothd_paint: a painted per-vertex property (mode 0 unset, 1 all, 2 each, 3 clear).

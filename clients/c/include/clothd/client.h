@@ -91,6 +91,7 @@ typedef enum clothd_code {
     CLOTHD_E_NOMEM,      /* "nomem": out of memory in the client */
     CLOTHD_E_USAGE,      /* "usage": a bad argument (NULL client, unknown ticket, NaN, ...) */
     CLOTHD_E_UNKNOWN,    /* "unknown": an error code this client does not know (see wire_code) */
+    CLOTHD_E_INCOMPATIBLE, /* "incompatible": the server lacks a feature this call or the options need */
 } clothd_code;
 
 /* One error, filled by the call that failed. Plain data: no ownership. */
@@ -255,18 +256,40 @@ typedef struct clothd_options {
     void *user;               /* passed to the callbacks; not owned */
     /* NULL: warnings are only counted (clothd_client_stats.warnings) */
     clothd_warning_fn on_warning;
+    /* The handshake (PROTOCOL.md "hello"): every connection, reconnects
+     * included, sends `hello` after `auth` and keeps the reply
+     * (clothd_server_info). */
+    bool strict;            /* hello {"strict":true}: a member the server does not read is
+                             * CLOTHD_E_INVALID_ARGUMENT instead of a warning (implies
+                             * requiring the "strict" feature) */
+    /* Features the server's hello must list ("scenes", "softbody", ...;
+     * PROTOCOL.md "hello"): else connecting fails with
+     * CLOTHD_E_INCOMPATIBLE naming the server and what it lacks. Copied. */
+    const char *const *require;
+    size_t require_count;
+    /* Send no hello: no round trip at connect (without a token), nothing
+     * known of the server, no call checked against its features. Ignored
+     * with strict or require. */
+    bool no_hello;
 } clothd_options;
 
 /* The zero value: every default above. Thread: any. */
 CLOTHD_API clothd_options clothd_options_default(void);
 
-/* Connects (resolving the host once), sends `auth` when there is a token,
- * and waits for its reply. On success *out owns a new client: free it with
- * clothd_close(). On failure *out is NULL (CLOTHD_E_IO: cannot connect,
- * "cannot connect to clothd at HOST:PORT: connect 127.0.0.1:7878:
- * Connection refused",
- * CLOTHD_E_UNAUTHORIZED: token refused, CLOTHD_E_TIMEOUT, ...). `o` may be
- * NULL (all defaults); nothing of it is kept but copies (host, token).
+/* Connects (resolving the host once), sends `auth` when there is a token
+ * and `hello` (unless no_hello), and waits for their replies. On success
+ * *out owns a new client: free it with clothd_close(). On failure *out is
+ * NULL (CLOTHD_E_IO: cannot connect, "cannot connect to clothd at
+ * HOST:PORT: connect 127.0.0.1:7878: Connection refused",
+ * CLOTHD_E_UNAUTHORIZED: token refused, CLOTHD_E_INCOMPATIBLE: a required
+ * feature is missing, "clothd at HOST:PORT lacks the feature \"scenes\"
+ * required by this client (its hello lists: ...)", CLOTHD_E_TIMEOUT, the
+ * server's refusal such as CLOTHD_E_LIMIT_EXCEEDED, ...). A server without
+ * `hello` (it answers unknown_command) is connected to with no features
+ * known: plain protocol 1 commands work, calls that need a feature fail. A
+ * hello refused for want of `auth` leaves the features unknown (nothing is
+ * checked) until clothd_auth succeeds. `o` may be NULL (all defaults);
+ * nothing of it is kept but copies (host, token, required features).
  * Thread: any (the new client then belongs to one thread at a time). */
 CLOTHD_API clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_error *err);
 
@@ -284,6 +307,67 @@ typedef enum clothd_link {
 
 /* Whether the connection is up, being re-established, or gone. Thread: client. */
 CLOTHD_API clothd_link clothd_link_state(const clothd_client *c);
+
+/* ---- the server (hello) ---------------------------------------------------- */
+
+typedef enum clothd_hello_state {
+    CLOTHD_HELLO_UNKNOWN = 0, /* not asked (no_hello), or refused before auth: nothing is checked */
+    CLOTHD_HELLO_ANSWERED,    /* the server's hello reply is kept below */
+    CLOTHD_HELLO_MISSING,     /* the server has no hello (unknown_command): no features known */
+} clothd_hello_state;
+
+/* The server's bounds from its hello (PROTOCOL.md "hello"); 0: not said. */
+typedef struct clothd_limits {
+    uint64_t line_bytes;              /* --max-line */
+    uint64_t output_bytes;            /* replies queued to one client */
+    uint64_t frame_bytes;             /* frame bytes in flight to one subscriber */
+    uint64_t connections;
+    uint64_t instances;
+    uint64_t particles_per_instance;
+    uint64_t particles;               /* all live instances */
+    uint64_t step_work;               /* particles x substeps x iterations of one instance */
+} clothd_limits;
+
+#define CLOTHD_MAX_FEATURES 32
+#define CLOTHD_FEATURE_NAME_MAX 31
+
+/* What the connection's hello said, kept by the client (plain data). */
+typedef struct clothd_server_info {
+    clothd_hello_state hello;
+    char server[32];          /* "clothd" */
+    char version[32];         /* the server's version, "" when not known */
+    uint32_t protocol;        /* PROTOCOL.md's version (1) */
+    bool strict;              /* the connection's strict setting */
+    /* "warnings", "strict", "scenes", "ephemeral", "softbody", "mesh",
+     * "skin", "budget", and with --data-dir "snapshots", "recording". */
+    char features[CLOTHD_MAX_FEATURES][CLOTHD_FEATURE_NAME_MAX + 1];
+    size_t feature_count;
+    clothd_limits limits;
+} clothd_server_info;
+
+/* The kept hello (a copy; zeroed for NULL). Reconnects ask again and
+ * replace it. Thread: client. */
+CLOTHD_API clothd_server_info clothd_server(const clothd_client *c);
+/* Whether the server's hello listed `feature` (false when nothing is
+ * known). Thread: client. */
+CLOTHD_API bool clothd_has_feature(const clothd_client *c, const char *feature);
+/* Sends `hello` again (strict set: turns strict on or off for this
+ * connection; the client then asks for it on every reconnect) and keeps
+ * the reply; *out (may be NULL) receives it. CLOTHD_E_INCOMPATIBLE for
+ * strict true against a server that lacks the feature. Blocking. */
+CLOTHD_API clothd_code clothd_hello(clothd_client *c, clothd_opt_b strict, clothd_server_info *out,
+                                    clothd_error *err);
+
+/* Calls that need a feature check it against the kept hello before they
+ * send anything and fail with CLOTHD_E_INCOMPATIBLE, naming the feature
+ * and the server ("clothd at 127.0.0.1:7878 lacks the feature
+ * \"softbody\" needed by create (its hello lists: ...)"): "scenes" (a
+ * request carrying a scene, clothd_scene, clothd_scenes), "ephemeral",
+ * "softbody" (clothd_create_softbody), "mesh" (clothd_create_mesh_cloth),
+ * "skin", "budget" (a step's budget_ms), "snapshots" (save, load),
+ * "recording" (record, replay). With nothing known (no_hello, or hello
+ * refused before auth) nothing is checked; against a server without hello
+ * every such call fails. */
 /* The access the last `auth` granted on this connection. Thread: client. */
 CLOTHD_API clothd_access clothd_access_granted(const clothd_client *c);
 
@@ -531,9 +615,24 @@ CLOTHD_API clothd_code clothd_destroy_scene(clothd_client *c, const char *scene,
 /* scene: tie `scene` to this connection (ephemeral true: when it closes,
  * every instance of the scene is destroyed, whoever created it), let go
  * of it (false), or only ask (unset). *held (may be NULL): whether some
- * connection holds it after the request; *instances: how many it has. */
+ * connection holds it after the request; *instances: how many it has.
+ * scene NULL: the client's current scene (clothd_use_scene). */
 CLOTHD_API clothd_code clothd_scene(clothd_client *c, const char *scene, clothd_opt_b ephemeral, bool *held,
                                     size_t *instances, clothd_error *err);
+
+/* scenes: one entry per scene of the server, sorted by name. */
+typedef struct clothd_scene_info {
+    char scene[CLOTHD_SCENE_MAX + 1];
+    uint32_t instances;
+    bool ephemeral;          /* tied to a connection */
+    const char *endpoint;    /* clothd_shards_scenes: its server (the set's copy); else NULL */
+} clothd_scene_info;
+/* Every scene, or only `scene`'s entry (none when it has no instance and
+ * is not held); scene NULL: the client's current scene if any, else all.
+ * *list (may be NULL) receives the entries, malloc'd (free with
+ * clothd_free; NULL when none), *count how many. Blocking. */
+CLOTHD_API clothd_code clothd_scenes(clothd_client *c, const char *scene, clothd_scene_info **list,
+                                     size_t *count, clothd_error *err);
 
 /* pin: `particle` (+ `position`) or `particles` (+ `positions`, 3 floats
  * per particle). Arrays are read during the call only. */
@@ -1019,9 +1118,9 @@ CLOTHD_API clothd_code clothd_recv_stats(clothd_client *c, clothd_ticket ticket,
  * a command that takes "scene" carries it (create, destroy, pin, unpin,
  * wind with an instance, gravity, the colliders, enable, step, get,
  * subscribe, unsubscribe, status, set, transform, attach, topology,
- * teleport, skin as JSON, save, record), so the server refuses instances of
- * other scenes and step, status, subscribe, save and record without
- * instances act on the whole scene.
+ * teleport, skin as JSON, save, record, and scene and scenes given no
+ * name), so the server refuses instances of other scenes and step, status,
+ * subscribe, save and record without instances act on the whole scene.
  * Like Redis's SELECT it is the connection's state, but kept on the client
  * side and written into each request as it is built: pipelined requests
  * keep the scene current when they were sent. The binary skin and pin
@@ -1083,14 +1182,24 @@ CLOTHD_API const char *clothd_shards_endpoint(const clothd_shards *s, const char
  * CLOTHD_E_TIMEOUT, ...) and a message starting "endpoint HOST:PORT (scene
  * NAME): "; no other endpoint is tried, because the scene's instances live
  * on that one and a copy started elsewhere would split the scene. The next
- * call tries again. A new connection's `hello` must list the "scene"
- * command: a server without scenes fails with CLOTHD_E_PROTOCOL ("endpoint
- * HOST:PORT: its hello lists no \"scene\" command: ..."), since it would
- * warn about "scene" and mix every scene's instances. CLOTHD_E_USAGE for an
- * invalid scene name.
+ * call tries again. Every connection requires the "scenes" feature (and
+ * those the options require): a server without it fails with
+ * CLOTHD_E_INCOMPATIBLE ("endpoint HOST:PORT (scene NAME): clothd at
+ * HOST:PORT lacks the feature \"scenes\" required by this client ..."),
+ * since it would warn about "scene" and mix every scene's instances.
+ * CLOTHD_E_USAGE for an invalid scene name.
  * Thread: the set's (one thread at a time for the set and its clients). */
 CLOTHD_API clothd_code clothd_shards_scene(clothd_shards *s, const char *scene, clothd_client **out,
                                            clothd_error *err);
+/* Every scene of every endpoint, sorted by name, each with its endpoint
+ * (`scenes` sent to every server, merged; a scene lives on one server, so
+ * each appears once). Connects to each endpoint not connected yet (its
+ * current scene, if any, is left as it was). One that cannot be reached
+ * fails the call with its error, naming it: a partial list would read as
+ * scenes that are gone. *list (may be NULL): malloc'd, free with
+ * clothd_free; *count how many. Thread: the set's. */
+CLOTHD_API clothd_code clothd_shards_scenes(clothd_shards *s, clothd_scene_info **list, size_t *count,
+                                            clothd_error *err);
 /* How many endpoints; the i-th (NULL past the end); its open connection or
  * NULL (owned by the set). Thread: the set's. */
 CLOTHD_API size_t clothd_shards_count(const clothd_shards *s);
