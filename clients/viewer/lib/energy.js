@@ -12,59 +12,41 @@
 // {type:'energy', available:false}, and not asked again on that
 // connection. The instance list keeps its own, slower poll (server.js).
 
+import { Poller } from './poller.js';
+
 const POLL_MS = 250;
 const SPAN_MS = 60000;
 
-export class Energies {
-  // host: request(cmd, fields) to clothd, broadcast(obj) to every page,
-  // watched() whether any page is connected (no page, no polling).
+export class Energies extends Poller {
   constructor(host) {
-    this.host = host;
-    this.timer = null;
+    super(host, POLL_MS);
     this.series = new Map(); // instance id -> [[t, energy, frame], ...], oldest first
-    this.available = null;   // null: not asked yet; false: clothd does not report it
-    this.polling = false;
   }
 
-  start() {
-    if (this.timer || this.available === false) return;
-    this.timer = setInterval(() => this.poll().catch(() => {}), POLL_MS);
-    this.poll().catch(() => {});
-  }
-
-  // Lost clothd: a new process reuses ids, nothing of the old one holds.
-  stop() {
-    clearInterval(this.timer);
-    this.timer = null;
+  // A new process reuses ids: nothing of the old one holds.
+  forget() {
     this.series.clear();
     this.available = null;
+  }
+
+  unwatched() {
+    this.series.clear(); // a page opened later sees no line across the gap
   }
 
   state() {
     return { available: this.available, spanMs: SPAN_MS, series: Object.fromEntries(this.series) };
   }
 
-  async poll() {
-    if (this.polling) return;
-    if (!this.host.watched()) {
-      this.series.clear(); // a page opened later sees no line across the gap
+  async read() {
+    const st = await this.host.request('status');
+    const list = Array.isArray(st?.instances) ? st.instances : [];
+    if (list.length > 0 && list.every((s) => s.kineticEnergy === undefined)) {
+      this.giveUp();
+      this.host.broadcast({ type: 'energy', available: false });
       return;
     }
-    this.polling = true;
-    try {
-      const st = await this.host.request('status');
-      const list = Array.isArray(st?.instances) ? st.instances : [];
-      if (list.length > 0 && list.every((s) => s.kineticEnergy === undefined)) {
-        this.stop();
-        this.available = false;
-        this.host.broadcast({ type: 'energy', available: false });
-        return;
-      }
-      this.available = true;
-      this.host.broadcast({ type: 'energy', available: true, ...this.add(Date.now(), list) });
-    } finally {
-      this.polling = false;
-    }
+    this.available = true;
+    this.host.broadcast({ type: 'energy', available: true, ...this.add(Date.now(), list) });
   }
 
   // Adds one reading of `status`'s instances at time t: returns the

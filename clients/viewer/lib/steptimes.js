@@ -10,75 +10,56 @@
 // every page as {type:'steptime', sample}. Server-wide: clothd measures
 // step requests, not instances.
 
+import { Poller } from './poller.js';
+
 const POLL_MS = 500;
 const KEEP = 120; // samples: a minute
 
-export class StepTimes {
-  // host: request(cmd, fields) to clothd, broadcast(obj) to every page,
-  // watched() whether any page is connected (no page, no polling).
+export class StepTimes extends Poller {
   constructor(host) {
-    this.host = host;
-    this.timer = null;
+    super(host, POLL_MS);
     this.samples = [];
-    this.available = null; // null: not asked yet; false: clothd has no stats
-    this.last = null;      // the previous reading {t, count, sum, counts, budgetSteps, budgetSeconds, overruns}
-    this.polling = false;
+    this.last = null; // the previous reading {t, count, sum, counts, budgetSteps, budgetSeconds, overruns}
   }
 
-  start() {
-    if (this.timer || this.available === false) return;
-    this.timer = setInterval(() => this.poll().catch(() => {}), POLL_MS);
-    this.poll().catch(() => {});
-  }
-
-  // Lost clothd: the next one's counters start again.
-  stop() {
-    clearInterval(this.timer);
-    this.timer = null;
+  // The next clothd's counters start again.
+  forget() {
     this.last = null;
     if (this.available === false) this.available = null;
+  }
+
+  unwatched() {
+    this.last = null; // the gap would blur the next sample
   }
 
   state() {
     return { available: this.available, samples: this.samples };
   }
 
-  async poll() {
-    if (this.polling) return;
-    if (!this.host.watched()) {
-      this.last = null; // the gap would blur the next sample
+  async read() {
+    let st;
+    try {
+      st = await this.host.request('stats', {});
+    } catch (err) {
+      if (err.code === 'unknown_command') {
+        this.giveUp();
+        this.host.broadcast({ type: 'steptime', available: false, sample: null });
+      }
       return;
     }
-    this.polling = true;
-    try {
-      let st;
-      try {
-        st = await this.host.request('stats', {});
-      } catch (err) {
-        if (err.code === 'unknown_command') {
-          this.available = false;
-          this.stop();
-          this.available = false;
-          this.host.broadcast({ type: 'steptime', available: false, sample: null });
-        }
-        return;
-      }
-      const reading = StepTimes.reading(st, Date.now());
-      if (reading === null) return;
-      const prev = this.last;
-      this.last = reading;
-      if (this.available !== true) {
-        this.available = true;
-        this.host.broadcast({ type: 'steptime', available: true, sample: null });
-      }
-      if (!prev || reading.t - prev.t > 4 * POLL_MS || reading.count < prev.count) return;
-      const sample = StepTimes.sample(prev, reading, st.steps.durationSeconds.bounds);
-      this.samples.push(sample);
-      if (this.samples.length > KEEP) this.samples.shift();
-      this.host.broadcast({ type: 'steptime', available: true, sample });
-    } finally {
-      this.polling = false;
+    const reading = StepTimes.reading(st, Date.now());
+    if (reading === null) return;
+    const prev = this.last;
+    this.last = reading;
+    if (this.available !== true) {
+      this.available = true;
+      this.host.broadcast({ type: 'steptime', available: true, sample: null });
     }
+    if (!prev || reading.t - prev.t > 4 * POLL_MS || reading.count < prev.count) return;
+    const sample = StepTimes.sample(prev, reading, st.steps.durationSeconds.bounds);
+    this.samples.push(sample);
+    if (this.samples.length > KEEP) this.samples.shift();
+    this.host.broadcast({ type: 'steptime', available: true, sample });
   }
 
   // The counters of a `stats` reply that the plot reads; null when the
