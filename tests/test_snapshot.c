@@ -530,6 +530,27 @@ Test(snapshot, a_bad_option_value_should_be_refused_in_the_solvers_words)
     free(data);
 }
 
+Test(snapshot, a_kinetic_energy_that_is_not_a_finite_non_negative_number_should_be_refused)
+{
+    /* Whatever a file says reaches `get` and `status`, and no NaN may
+     * reach a client. */
+    static const float bad[] = {-1.0f, NAN, INFINITY};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        size_t len = 0, size = 0;
+        uint8_t *data = small_snapshot(&len);
+        const size_t p = find_field(data, 2, "kineticEnergy", &size);
+        /* name length, name, type, count, then the value */
+        memcpy(data + p + 1 + 13 + 1 + 4, &bad[k], 4);
+        reseal(data, section_at(data, 2));
+        cd_field_fault fault;
+        cr_assert_eq(cd_snapshot_check(data, len, NULL, &fault), CD_E_INVALID_ARGUMENT, "%g",
+                     (double)bad[k]);
+        cr_assert(strstr(fault.reason, "kineticEnergy not a finite non-negative number") != NULL,
+                  "%s", fault.reason);
+        free(data);
+    }
+}
+
 /* PROTOCOL.md's test vector: an empty world of one slot, saved on the
  * scalar path, global wind (1, 0, 0). */
 static const char vector_hex[] =
