@@ -17,7 +17,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, httpGet, launchChromium, openSocket, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  httpGet,
+  launchChromium,
+  openSocket,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  tearDown,
 } from './harness.js';
 
 // Viewers start without the caller's CLOTHD_TOKEN unless a test gives one.
@@ -92,12 +102,7 @@ describe('the viewer with clothd tokens', { timeout: 90000, skip: NO_TOKENS }, (
     browser = await launchChromium();
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    for (const v of viewers) await stop(v.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers, clothd }));
 
   it('with the full token: controls enabled, and the wind set on the page reaches clothd', async () => {
     const v = await viewer(['--token-file', FILE.full]);

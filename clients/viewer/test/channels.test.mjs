@@ -13,7 +13,17 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS, CHROMIUM, CLOTHD_BIN, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CHROMIUM,
+  CLOTHD_BIN,
+  VIEWER_DIR,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  tearDown,
 } from './harness.js';
 
 const W = 20;
@@ -85,12 +95,7 @@ describe('viewer with velocity and normal channels', { timeout: 90000 }, () => {
     await page.goto(viewer.url);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
 
   it('draws clothd\'s normals, float for float', async () => {
     await waitFor('the relay\'s channels', async () => (await hook()).channels.length === 2);

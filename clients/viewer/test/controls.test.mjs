@@ -20,7 +20,17 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  requireTools,
+  tearDown,
 } from './harness.js';
 
 const DT = 1 / 60;
@@ -45,9 +55,7 @@ describe('pause, step, reset, the step-time plot and the panel in headless Chrom
   const shot = (name) => page.screenshot({ path: path.join(ARTIFACTS, `viewer-controls-${name}.png`) });
 
   before(async () => {
-    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
-    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireTools();
     clothd = await startClothd();
     driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
     game = await ClothdConnection.connect('127.0.0.1', clothd.port);
@@ -84,11 +92,7 @@ describe('pause, step, reset, the step-time plot and the panel in headless Chrom
   after(async () => {
     stepping = false;
     await loop?.catch(() => {});
-    await browser?.close().catch(() => {});
-    driver?.close();
-    game?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
+    await tearDown({ browser, connections: [driver, game], viewers: [viewer], clothd });
   });
 
   it('pauses every running instance with space, while the game server steps on', async () => {

@@ -15,7 +15,17 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  requireTools,
+  tearDown,
 } from './harness.js';
 
 const N = 25;
@@ -56,9 +66,7 @@ describe('a cloth draped on a sphere in headless Chromium', { timeout: 60000 }, 
   const shot = async (name) => decodePng(await page.locator('#scene').screenshot({ path: path.join(ARTIFACTS, `viewer-drape-${name}.png`) }));
 
   before(async () => {
-    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
-    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireTools();
     clothd = await startClothd();
     driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
     // A 1.2 m square dropped flat onto a sphere of 0.3 m whose friction
@@ -86,12 +94,7 @@ describe('a cloth draped on a sphere in headless Chromium', { timeout: 60000 }, 
     await sleep(300);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
 
   it('shows none of the sphere through the cloth resting on it', async () => {
     await page.evaluate(() => window.__clothd.showColliders(false));

@@ -19,7 +19,17 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { fmtJ } from '../public/energy.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  requireTools,
+  tearDown,
 } from './harness.js';
 
 const DT = 1 / 60;
@@ -49,9 +59,7 @@ describe('the kinetic-energy plot in headless Chromium', { timeout: 60000 }, () 
   });
 
   before(async () => {
-    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
-    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireTools();
     clothd = await startClothd();
     driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
     // A 0.9 m square half a metre above a sphere of 0.3 m whose friction
@@ -98,12 +106,7 @@ describe('the kinetic-energy plot in headless Chromium', { timeout: 60000 }, () 
     run = { from, to };
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
 
   it('shows the dropped cloth\'s energy rising through the fall and decaying after the impact', async () => {
     const g = await driver.request('get', { instance: cloth });

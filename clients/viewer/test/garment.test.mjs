@@ -13,7 +13,16 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  tearDown,
 } from './harness.js';
 
 const W = 24;
@@ -110,12 +119,7 @@ describe('garments in the viewer, in headless Chromium', { timeout: 90000 }, () 
     await page.goto(viewer.url);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
 
   // One frame of walking: the body's transforms, the cape's skin, a step.
   async function walk(f) {

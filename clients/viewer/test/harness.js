@@ -75,6 +75,24 @@ export async function stop(child) {
   clearTimeout(t);
 }
 
+// What every browser test checks before it starts anything: clothd built,
+// Chromium installed, and the folder its screenshots go to.
+export function requireTools() {
+  assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
+  assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+}
+
+// Ends what a test started, in an order that leaves nothing behind: the
+// browser, the test's own connections to clothd, the relays, clothd. Any
+// of them may be missing (a before() that failed half-way).
+export async function tearDown({ browser, connections = [], viewers = [], clothd }) {
+  await browser?.close().catch(() => {});
+  for (const c of connections) c?.close();
+  for (const v of viewers) await stop(v?.child);
+  await stop(clothd?.child);
+}
+
 export async function waitFor(what, fn, timeoutMs = 10000, everyMs = 50) {
   const t0 = Date.now();
   let last;

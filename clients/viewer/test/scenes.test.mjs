@@ -16,7 +16,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  requireTools,
+  tearDown,
 } from './harness.js';
 
 const BALL = [1.5, 1, 0]; // the ball's centre, in scene "npc-capes"
@@ -53,9 +62,7 @@ describe('the instance list grouped by scene in headless Chromium', { timeout: 6
   const create = (conn, fields) => conn.request('create', fields).then((r) => r.instance);
 
   before(async () => {
-    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
-    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireTools();
     clothd = await startClothd();
     artist = await ClothdConnection.connect('127.0.0.1', clothd.port);
     game = await ClothdConnection.connect('127.0.0.1', clothd.port);
@@ -79,13 +86,7 @@ describe('the instance list grouped by scene in headless Chromium', { timeout: 6
     });
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    artist?.close();
-    game?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [artist, game], viewers: [viewer], clothd }));
 
   it('lists each scene with exactly its instances, "default" first, the others by name', async () => {
     const groups = await list();

@@ -13,7 +13,16 @@ import http from 'node:http';
 import os from 'node:os';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  CLOTHD_BIN, httpGet, launchChromium, openSocket, sleep, startClothd, startViewer, stop, waitFor,
+  CLOTHD_BIN,
+  httpGet,
+  launchChromium,
+  openSocket,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  tearDown,
 } from './harness.js';
 
 // One of this machine's non-loopback IPv4 addresses, if it has one.
@@ -73,11 +82,8 @@ describe('the relay answers only its own page', { timeout: 60000 }, () => {
   });
 
   after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
     if (hostile) await new Promise((r) => hostile.server.close(r));
-    await stop(viewer?.child);
-    await stop(clothd?.child);
+    await tearDown({ browser, connections: [driver], viewers: [viewer], clothd });
   });
 
   it('refuses a WebSocket from another origin with 403, without upgrading', async () => {

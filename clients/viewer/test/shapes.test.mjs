@@ -11,7 +11,17 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  requireTools,
+  tearDown,
 } from './harness.js';
 
 // The colliders' grey-blue (#8fa3ba) under the scene's lights: blue above
@@ -48,9 +58,7 @@ describe('tapered capsules and boxes in the viewer', { timeout: 60000 }, () => {
   }
 
   before(async () => {
-    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
-    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireTools();
     clothd = await startClothd();
     driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
     // A small pinned scarf above an arm and a torso.
@@ -72,12 +80,7 @@ describe('tapered capsules and boxes in the viewer', { timeout: 60000 }, () => {
     await page.goto(viewer.url);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
 
   it('draws both shapes, and nothing of them once removed', async () => {
     await waitFor('the colliders in the page', async () => {

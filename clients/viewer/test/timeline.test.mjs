@@ -16,7 +16,17 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, openSocket, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  launchChromium,
+  openSocket,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  tearDown,
 } from './harness.js';
 
 const W = 20;
@@ -73,10 +83,7 @@ describe('the timeline in headless Chromium', { timeout: 120000 }, () => {
   });
 
   after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
+    await tearDown({ browser, connections: [driver], viewers: [viewer], clothd });
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 

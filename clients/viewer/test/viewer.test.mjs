@@ -20,7 +20,18 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, CHROMIUM, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer, stop, waitFor,
+  ARTIFACTS,
+  CLOTHD_BIN,
+  CHROMIUM,
+  VIEWER_DIR,
+  launchChromium,
+  sleep,
+  startClothd,
+  startViewer,
+  stop,
+  waitFor,
+  requireTools,
+  tearDown,
 } from './harness.js';
 
 const W = 24;
@@ -147,9 +158,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
   }
 
   before(async () => {
-    assert.ok(fs.existsSync(CLOTHD_BIN), `${CLOTHD_BIN} missing: run make build/clothd (or set CLOTHD_BIN)`);
-    assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} missing: apt-get install chromium (or set CHROMIUM)`);
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    requireTools();
     clothd = await startClothd();
     driver = await ClothdConnection.connect('127.0.0.1', clothd.port);
     // A curtain hanging from its top row, blown towards the camera (+z)
@@ -175,12 +184,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     await page.goto(viewer.url);
   });
 
-  after(async () => {
-    await browser?.close().catch(() => {});
-    driver?.close();
-    await stop(viewer?.child);
-    await stop(clothd?.child);
-  });
+  after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
 
   it('lists the instance in the panel, connected', async () => {
     const row = page.locator(`#instances li[data-instance="${cloth}"]`);
