@@ -17,17 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  ARTIFACTS,
-  CLOTHD_BIN,
-  httpGet,
-  launchChromium,
-  openSocket,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  tearDown,
+  ARTIFACTS, CLOTHD_BIN, httpGet, launchChromium, openSocket, sleep, startClothd, startViewer,
+  stop, waitFor, tearDown
 } from './harness.js';
 
 // Viewers start without the caller's CLOTHD_TOKEN unless a test gives one.

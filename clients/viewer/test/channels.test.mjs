@@ -13,17 +13,8 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS,
-  CHROMIUM,
-  CLOTHD_BIN,
-  VIEWER_DIR,
-  launchChromium,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  tearDown,
+  ARTIFACTS, CHROMIUM, CLOTHD_BIN, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer,
+  waitFor, tearDown
 } from './harness.js';
 
 const W = 20;

@@ -10,22 +10,12 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS,
-  CLOTHD_BIN,
-  CHROMIUM,
-  launchChromium,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  requireTools,
-  tearDown,
+  ARTIFACTS, CLOTHD_BIN, launchChromium, sleep, startClothd, startViewer, waitFor, requireTools,
+  tearDown
 } from './harness.js';
 
 const N = 25;

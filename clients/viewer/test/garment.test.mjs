@@ -13,16 +13,8 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS,
-  CLOTHD_BIN,
-  CHROMIUM,
-  launchChromium,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  tearDown,
+  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, waitFor,
+  tearDown
 } from './harness.js';
 
 const W = 24;

@@ -12,20 +12,10 @@
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  ARTIFACTS,
-  CLOTHD_BIN,
-  CHROMIUM,
-  launchChromium,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  requireTools,
-  tearDown,
+  ARTIFACTS, CLOTHD_BIN, launchChromium, startClothd, startViewer, waitFor, requireTools, tearDown
 } from './harness.js';
 
 const BALL = [1.5, 1, 0]; // the ball's centre, in scene "npc-capes"

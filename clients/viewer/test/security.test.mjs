@@ -13,16 +13,8 @@ import http from 'node:http';
 import os from 'node:os';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  CLOTHD_BIN,
-  httpGet,
-  launchChromium,
-  openSocket,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  tearDown,
+  CLOTHD_BIN, httpGet, launchChromium, openSocket, sleep, startClothd, startViewer, stop, waitFor,
+  tearDown
 } from './harness.js';
 
 // One of this machine's non-loopback IPv4 addresses, if it has one.

@@ -16,17 +16,8 @@ import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import {
-  ARTIFACTS,
-  CLOTHD_BIN,
-  CHROMIUM,
-  launchChromium,
-  openSocket,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  tearDown,
+  ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, openSocket, sleep, startClothd, startViewer,
+  stop, waitFor, tearDown
 } from './harness.js';
 
 const W = 20;

@@ -20,18 +20,8 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import { decodePng } from './png.js';
 import {
-  ARTIFACTS,
-  CLOTHD_BIN,
-  CHROMIUM,
-  VIEWER_DIR,
-  launchChromium,
-  sleep,
-  startClothd,
-  startViewer,
-  stop,
-  waitFor,
-  requireTools,
-  tearDown,
+  ARTIFACTS, CLOTHD_BIN, CHROMIUM, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer,
+  stop, waitFor, requireTools, tearDown
 } from './harness.js';
 
 const W = 24;
