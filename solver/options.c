@@ -416,13 +416,6 @@ cd_status cd_step_work_check(uint64_t particles, int32_t substeps, int32_t itera
                      particles, s, it, work, limit);
 }
 
-/* Real masses (1/kg): compliance is then in metres per newton. Mass is
- * lumped by what each particle stands for: a cloth's by area, a quarter of
- * each grid cell to each of its corners (interior particles 1, edges 1/2,
- * corners 1/4 of s^2 times the areal density; spread evenly instead, edges
- * carried twice the mass per area of the interior and a falling sheet
- * cupped), a mesh cloth's a third of each triangle to each corner; a soft body's by tetrahedron volume, a quarter of each tet's
- * share to each of its vertices (a vertex of no tet gets the average). */
 /* A triangle's rest area; a grid has no rest array, so its corners are
  * gathered first. */
 static double rest_triangle_area(const cd_instance *inst, const uint32_t tri[3])
@@ -434,6 +427,11 @@ static double rest_triangle_area(const cd_instance *inst, const uint32_t tri[3])
     return cd_triangle_area(corners, first_three);
 }
 
+/* Real masses (1/kg): compliance is then in metres per newton. Mass is
+ * lumped by what each particle stands for: a cloth's by area (a grid's
+ * and a mesh's alike, below), a soft body's by tetrahedron volume, a
+ * quarter of each tet's share to each of its vertices (a vertex of no
+ * triangle or tet gets the average). */
 static void assign_masses(cd_instance *inst, float mass)
 {
     const uint32_t n = inst->particle_count;

@@ -23,6 +23,7 @@
  * Nothing here allocates, and nothing reads state outside the instance
  * except the arguments, so a step is a pure function of (instance, dt,
  * global wind): the same on any thread. */
+#include <float.h>
 #include <string.h>
 
 #include "internal.h"
@@ -198,7 +199,9 @@ static cd_step_result step_once(cd_instance *inst, float dt, cd_vec3 global_wind
     inst->time += dt;
     inst->last_dt = sub.h;
     inst->last_speed = max_speed / sub.h;
-    inst->kinetic_energy = 0.5f * energy / (sub.h * sub.h);
+    /* Finite whatever the masses and the substep: no infinity may reach a
+     * client (the sum over the particles could overflow a float). */
+    inst->kinetic_energy = fminf(0.5f * energy / (sub.h * sub.h), FLT_MAX);
     update_sleep(inst, dt, inst->last_speed);
     return result;
 }
