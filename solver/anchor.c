@@ -77,11 +77,20 @@ void cd_anchor_place(cd_instance *inst)
     shift_frame(inst, cd_v3(roundf(c.x), roundf(c.y), roundf(c.z)));
 }
 
-void cd_anchor_follow(cd_instance *inst)
+static void follow(cd_instance *inst, cd_vec3 c)
 {
-    const cd_vec3 c = box_centre(inst->pos, inst->particle_count);
     if (fabsf(c.x) > CD_ANCHOR_DRIFT || fabsf(c.y) > CD_ANCHOR_DRIFT || fabsf(c.z) > CD_ANCHOR_DRIFT)
         shift_frame(inst, cd_v3(roundf(c.x), roundf(c.y), roundf(c.z)));
+}
+
+void cd_anchor_follow_box(cd_instance *inst, const float lo[3], const float hi[3])
+{
+    follow(inst, cd_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2])));
+}
+
+void cd_anchor_follow(cd_instance *inst)
+{
+    follow(inst, box_centre(inst->pos, inst->particle_count));
 }
 
 cd_vec3 cd_instance_anchor(const cd_instance *inst)

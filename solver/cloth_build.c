@@ -155,10 +155,8 @@ bool cd_instance_alloc(cd_instance *inst, uint32_t particles, uint32_t constrain
     if (particles >= CD_TEAM_MIN_PARTICLES) {
         const uint32_t blocks = cd_particle_blocks(inst);
         inst->team = cd_team_create();
-        inst->block_worst = malloc(sizeof(float) * blocks);
-        inst->block_energy = malloc(sizeof(float) * blocks);
-        inst->block_bad = malloc(blocks);
-        if (!inst->team || !inst->block_worst || !inst->block_energy || !inst->block_bad)
+        inst->block_guard = malloc(sizeof(cd_guard_sums) * blocks);
+        if (!inst->team || !inst->block_guard)
             return false;
     }
     for (uint32_t i = 0; i < particles; i++)
@@ -207,8 +205,6 @@ void cd_instance_free(cd_instance *inst)
     cd_skin_free(inst);
     free(inst->colliders);
     cd_team_free(inst->team);
-    free(inst->block_worst);
-    free(inst->block_energy);
-    free(inst->block_bad);
+    free(inst->block_guard);
     free(inst);
 }

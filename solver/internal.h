@@ -157,6 +157,16 @@ static inline uint32_t cd_particle_blocks(const cd_instance *inst);
 static inline void cd_particle_block(const cd_instance *inst, uint32_t block, uint32_t *begin,
                                      uint32_t *end);
 
+/* What the guard's pass over some particles found (step.c): the largest
+ * squared move over the last substep, the free particles' sum of
+ * m |move|^2, the bounding box of their local positions, and whether one
+ * left the world (or is NaN). */
+typedef struct cd_guard_sums {
+    float worst, energy;
+    float lo[3], hi[3];
+    uint8_t bad;
+} cd_guard_sums;
+
 struct cd_instance {
     cd_id id;
     cd_instance_type type;
@@ -183,9 +193,7 @@ struct cd_instance {
     cd_team *team;            /* NULL below CD_TEAM_MIN_PARTICLES */
     int32_t step_substeps;    /* the running step's (cd_substeps_for) */
     float *contact_depth;     /* soft bodies: collider depth corrected this substep */
-    float *block_worst;       /* with a team: the guard's per-block results */
-    float *block_energy;
-    uint8_t *block_bad;
+    cd_guard_sums *block_guard; /* with a team: the guard's per-block results */
 
     /* Soft bodies: the creation positions (cloth: NULL, the grid is
      * implicit), the volume constraints and the surface triangles. */
@@ -424,7 +432,7 @@ void cd_stage_begin_contacts(cd_instance *inst);
 /* After the last substep. */
 void cd_stage_finish_pins(cd_instance *inst);
 void cd_stage_finish_colliders(cd_instance *inst);
-bool cd_stage_guard_ok(cd_instance *inst, float *max_speed, float *energy);
+bool cd_stage_guard_ok(cd_instance *inst, cd_guard_sums *out);
 void cd_stage_guard_restore(cd_instance *inst);
 
 /* The seed's grid (its triangles, neighbours and UVs are implicit), as
@@ -441,6 +449,10 @@ static inline cd_vec3 cd_to_world(const cd_instance *inst, cd_vec3 local)
     return (cd_vec3){local.x + inst->anchor.x, local.y + inst->anchor.y, local.z + inst->anchor.z};
 }
 void cd_anchor_place(cd_instance *inst);
+/* After a good step: the anchor follows the particles when the centre of
+ * their bounding box (local lo, hi: the guard's) is far from it; the
+ * second form measures the box itself (after a teleport). */
+void cd_anchor_follow_box(cd_instance *inst, const float lo[3], const float hi[3]);
 void cd_anchor_follow(cd_instance *inst);
 
 static inline bool cd_is_grid(const cd_instance *inst)

@@ -157,16 +157,10 @@ static bool rebuild(cd_instance *inst)
         return false;
     if (inst->team != NULL) {
         const uint32_t blocks = cd_particle_blocks(inst);
-        float *worst = realloc(inst->block_worst, sizeof(float) * blocks);
-        if (worst != NULL)
-            inst->block_worst = worst;
-        float *energy = worst ? realloc(inst->block_energy, sizeof(float) * blocks) : NULL;
-        if (energy != NULL)
-            inst->block_energy = energy;
-        uint8_t *bad = energy ? realloc(inst->block_bad, blocks) : NULL;
-        if (bad == NULL)
+        cd_guard_sums *guard = realloc(inst->block_guard, sizeof(cd_guard_sums) * blocks);
+        if (guard == NULL)
             return false;
-        inst->block_bad = bad;
+        inst->block_guard = guard;
     }
     if (inst->hash_start != NULL) { /* self-collision's buffers, sized anew */
         cd_self_collision_release(inst);
