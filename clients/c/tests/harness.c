@@ -229,6 +229,34 @@ bool ct_write_temp(const char *text, char *path, size_t cap)
     return ok;
 }
 
+char *ct_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *p = realloc(text, cap);
+            if (p == NULL) {
+                free(text);
+                fclose(f);
+                return NULL;
+            }
+            text = p;
+        }
+        k = fread(text + n, 1, cap - 1 - n, f);
+        n += k;
+    } while (k > 0);
+    fclose(f);
+    text[n] = '\0';
+    if (size != NULL)
+        *size = n;
+    return text;
+}
+
 int ct_run(const char *cmd, char *out, size_t cap)
 {
     FILE *p = popen(cmd, "r");

@@ -83,6 +83,9 @@ clothd_client *ct_connect(uint16_t port, const char *token);
 
 /* A file holding `text` (a temporary path in *path, cap bytes). */
 bool ct_write_temp(const char *text, char *path, size_t cap);
+/* A whole file, malloc'd and NUL-terminated (its length in *size when
+ * size is not NULL); NULL when it cannot be read. */
+char *ct_read_file(const char *path, size_t *size);
 /* Runs a command, captures up to cap bytes of its stdout; the exit status or -1. */
 int ct_run(const char *cmd, char *out, size_t cap);
 /* The repository root ($CLOTHD_REPO). */

@@ -139,33 +139,6 @@ static void the_walking_cape_should_stay_out_of_the_body(void)
     printf("     %.*s\n", (int)strcspn(summary, "\n"), summary);
 }
 
-/* The text of a file (malloc'd, NUL-terminated), or NULL. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    char *text = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *p = realloc(text, cap);
-            if (p == NULL) {
-                free(text);
-                fclose(f);
-                return NULL;
-            }
-            text = p;
-        }
-        k = fread(text + n, 1, cap - 1 - n, f);
-        n += k;
-    } while (k > 0);
-    fclose(f);
-    text[n] = '\0';
-    return text;
-}
-
 /* The first ```c block after `heading` in the repository file `file`, with
  * `anchor` replaced by `replacement` (the anchor must be there), wrapped in
  * main() when `wrap`; NULL (a failure recorded) when something is missing. */
@@ -174,7 +147,7 @@ static char *readme_snippet(const char *file, const char *heading, const char *a
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", ct_repo(), file);
-    char *text = slurp(path);
+    char *text = ct_read_file(path, NULL);
     const char *at = text ? strstr(text, heading) : NULL;
     const char *start = at ? strstr(at, "```c\n") : NULL;
     const char *end = start ? strstr(start + 5, "```") : NULL;

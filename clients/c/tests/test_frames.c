@@ -11,27 +11,6 @@
 
 #include "json_read.h"
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (p != NULL && fread(p, 1, (size_t)n, f) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    if (p != NULL) {
-        p[n] = '\0';
-        *len = (size_t)n;
-    }
-    return p;
-}
-
 static size_t unhex(const cdc_jdoc *d, int tok, unsigned char *out, size_t cap)
 {
     char hex[4096];
@@ -83,7 +62,7 @@ static void decoder_should_match_every_test_vector(void)
     char path[1024];
     snprintf(path, sizeof path, "%s/protocol/test_vectors.json", ct_repo());
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char *text = ct_read_file(path, &len);
     REQUIRE(text != NULL, "cannot read %s", path);
     cdc_jdoc d = {0};
     char msg[160];

@@ -14,34 +14,6 @@
 #include "internal.h"
 #include "json_read.h"
 
-static char *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    char *text = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 65536;
-            char *p = realloc(text, cap);
-            if (p == NULL) {
-                free(text);
-                fclose(f);
-                return NULL;
-            }
-            text = p;
-        }
-        size_t k = fread(text + n, 1, cap - n, f);
-        n += k;
-        if (k == 0)
-            break;
-    }
-    fclose(f);
-    *size = n;
-    return text;
-}
-
 static uint64_t hex64(const cdc_jdoc *d, int i)
 {
     char buf[24];
@@ -57,7 +29,7 @@ static void rendezvous_should_reproduce_the_shared_vectors(void)
     char path[512];
     snprintf(path, sizeof path, "%s/protocol/placement_vectors.json", ct_repo());
     size_t size = 0;
-    char *text = read_file(path, &size);
+    char *text = ct_read_file(path, &size);
     REQUIRE(text != NULL, "cannot read %s", path);
     cdc_jdoc d = {0};
     char msg[128];
