@@ -14,7 +14,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
   ARTIFACTS, CHROMIUM, CLOTHD_BIN, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer,
-  waitFor, tearDown
+  waitFor, tearDown, openViewerPage
 } from './harness.js';
 
 const W = 20;
@@ -80,10 +80,7 @@ describe('viewer with velocity and normal channels', { timeout: 90000 }, () => {
     await driver.request('pin', { instance: cloth, particles: [...Array(W).keys()] });
     viewer = await startViewer(clothd.port, ['--channels', 'velocities,normals']);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 800 });
   });
 
   after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));

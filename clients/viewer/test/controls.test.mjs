@@ -20,7 +20,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
   ARTIFACTS, CLOTHD_BIN, launchChromium, sleep, startClothd, startViewer, waitFor, requireTools,
-  tearDown
+  tearDown, openViewerPage
 } from './harness.js';
 
 const DT = 1 / 60;
@@ -69,10 +69,7 @@ describe('pause, step, reset, the step-time plot and the panel in headless Chrom
     })();
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 720 });
     await waitFor('both drawn and their reset points saved', async () => {
       const h = await hook();
       return h.rendered[cloth] > 0 && h.rendered[ball] > 0 && h.sim.reset.points[cloth] !== undefined && h.sim.reset.points[ball] !== undefined;

@@ -15,7 +15,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
   ARTIFACTS, CLOTHD_BIN, launchChromium, sleep, startClothd, startViewer, waitFor, requireTools,
-  tearDown
+  tearDown, openViewerPage
 } from './harness.js';
 
 const N = 25;
@@ -74,10 +74,7 @@ describe('a cloth draped on a sphere in headless Chromium', { timeout: 60000 }, 
     assert.ok(Math.abs(top - 1.1) < 0.01, `the middle of the cloth rests on the sphere's top (y ${top})`);
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1000, height: 700 });
     await waitFor('the draped cloth on screen', async () => (await hook()).rendered[cloth] === g.frame);
     await page.locator('#plot-toggle').uncheck(); // nothing over the view
     await page.evaluate(([p, t]) => window.__clothd.view(p, t), ABOVE);

@@ -19,7 +19,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { fmtJ } from '../public/energy.js';
 import {
   ARTIFACTS, CLOTHD_BIN, launchChromium, sleep, startClothd, startViewer, waitFor, requireTools,
-  tearDown
+  tearDown, openViewerPage
 } from './harness.js';
 
 const DT = 1 / 60;
@@ -68,10 +68,7 @@ describe('the kinetic-energy plot in headless Chromium', { timeout: 60000 }, () 
     await driver.request('wind', { instance: curtain, wind: [0, 0, 3] });
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 720 });
     await waitFor('both drawn', async () => {
       const h = await hook();
       return h.rendered[cloth] === 0 && h.rendered[curtain] === 0;

@@ -14,7 +14,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
   ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, sleep, startClothd, startViewer, waitFor,
-  tearDown
+  tearDown, openViewerPage
 } from './harness.js';
 
 const W = 24;
@@ -105,10 +105,7 @@ describe('garments in the viewer, in headless Chromium', { timeout: 90000 }, () 
     }
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 800 });
   });
 
   after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));

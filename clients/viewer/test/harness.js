@@ -75,6 +75,17 @@ export async function stop(child) {
   clearTimeout(t);
 }
 
+// A page of the viewer at `url` in a viewport of width x height, whose
+// script errors and console errors (a missing favicon aside) go into
+// `errors`, for the test to assert there were none.
+export async function openViewerPage(browser, url, errors, { width = 1280, height = 800 } = {}) {
+  const page = await browser.newPage({ viewport: { width, height } });
+  page.on('pageerror', (err) => errors.push(err.message));
+  page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) errors.push(m.text()); });
+  await page.goto(url);
+  return page;
+}
+
 // What every browser test checks before it starts anything: clothd built,
 // Chromium installed, and the folder its screenshots go to.
 export function requireTools() {

@@ -15,7 +15,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { ClothdConnection } from '../lib/clothd.js';
 import {
-  ARTIFACTS, CLOTHD_BIN, launchChromium, startClothd, startViewer, waitFor, requireTools, tearDown
+  ARTIFACTS, CLOTHD_BIN, launchChromium, startClothd, startViewer, waitFor, requireTools,
+  tearDown, openViewerPage
 } from './harness.js';
 
 const BALL = [1.5, 1, 0]; // the ball's centre, in scene "npc-capes"
@@ -66,10 +67,7 @@ describe('the instance list grouped by scene in headless Chromium', { timeout: 6
     ids.cape = await create(game, { ...sheet, scene: 'npc-capes', origin: [2.5, 1.5, 0] });
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 720 });
     await waitFor('every instance drawn', async () => {
       const h = await hook();
       return Object.values(ids).every((id) => h.rendered[id] >= 0) && (await list()).length === 4;

@@ -11,7 +11,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodePng } from './png.js';
 import {
   ARTIFACTS, CLOTHD_BIN, launchChromium, sleep, startClothd, startViewer, waitFor, requireTools,
-  tearDown
+  tearDown, openViewerPage
 } from './harness.js';
 
 // The colliders' grey-blue (#8fa3ba) under the scene's lights: blue above
@@ -64,10 +64,7 @@ describe('tapered capsules and boxes in the viewer', { timeout: 60000 }, () => {
     })).collider);
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1000, height: 700 });
   });
 
   after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));

@@ -17,7 +17,7 @@ import { ClothdConnection } from '../lib/clothd.js';
 import { decodeFrame } from '../public/frame.js';
 import {
   ARTIFACTS, CLOTHD_BIN, CHROMIUM, launchChromium, openSocket, sleep, startClothd, startViewer,
-  stop, waitFor, tearDown
+  stop, waitFor, tearDown, openViewerPage
 } from './harness.js';
 
 const W = 20;
@@ -67,10 +67,7 @@ describe('the timeline in headless Chromium', { timeout: 120000 }, () => {
     await waitFor('every recorded frame', () => recorded.has(frame0 + FRAMES));
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 800 });
   });
 
   after(async () => {

@@ -21,7 +21,7 @@ import { decodeFrame } from '../public/frame.js';
 import { decodePng } from './png.js';
 import {
   ARTIFACTS, CLOTHD_BIN, CHROMIUM, VIEWER_DIR, launchChromium, sleep, startClothd, startViewer,
-  stop, waitFor, requireTools, tearDown
+  stop, waitFor, requireTools, tearDown, openViewerPage
 } from './harness.js';
 
 const W = 24;
@@ -168,10 +168,7 @@ describe('viewer against a live clothd in headless Chromium', { timeout: 90000 }
     await driver.request('addCollider', { instance: ball, type: 'plane', position: [0, 0, 0], normal: [0, 1, 0] });
     viewer = await startViewer(clothd.port);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !/favicon/.test(m.text())) pageErrors.push(m.text()); });
-    await page.goto(viewer.url);
+    page = await openViewerPage(browser, viewer.url, pageErrors, { width: 1280, height: 800 });
   });
 
   after(() => tearDown({ browser, connections: [driver], viewers: [viewer], clothd }));
