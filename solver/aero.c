@@ -35,7 +35,6 @@
  * fixed blocks (team.c) with the bits of a serial step. A soft body's
  * faces run one after the other in the builder's order on the scalar
  * kernel (soft bodies have no team, and their surfaces are small). */
-#include <string.h>
 
 #include "internal.h"
 #include "vec3.h"
@@ -187,7 +186,7 @@ static void aero_block(cd_instance *inst, const void *ctx, uint32_t block)
 static cd_aero_kernel *plate_kernel(void)
 {
 #ifdef CD_HAVE_AVX2_KERNELS
-    if (strcmp(cd_solver_simd_path(), "avx2") == 0)
+    if (cd_solver_simd_avx2())
         return cd_aero_plate_avx2;
 #endif
     return cd_aero_plate_scalar;

@@ -148,6 +148,15 @@ const char *cd_solver_simd_path(void)
     return active_path->name;
 }
 
+bool cd_solver_simd_avx2(void)
+{
+#ifdef CD_HAVE_AVX2_KERNELS
+    return active_path == &avx2_path;
+#else
+    return false;
+#endif
+}
+
 bool cd_solver_select_simd(const char *name)
 {
     if (name == NULL)

@@ -15,8 +15,6 @@
  * is below half a float spacing of x, so whatever sets prev by hand
  * (pins, teleports, restarts) may leave it as it is. integrate_avx2.c
  * does the same operations 8 particles at a time, bit for bit. */
-#include <string.h>
-
 #include "internal.h"
 #include "vec3.h"
 
@@ -89,7 +87,7 @@ static void integrate_block(cd_instance *inst, const void *ctx, uint32_t block)
     cd_particle_block(inst, block, &begin, &end);
     uint32_t i = begin;
 #ifdef CD_HAVE_AVX2_KERNELS
-    if (strcmp(cd_solver_simd_path(), "avx2") == 0) /* the same bits, 8 at a time */
+    if (cd_solver_simd_avx2()) /* the same bits, 8 at a time */
         i = cd_integrate_avx2(pos, prev, residual, w, begin, end, keep, a);
 #endif
     for (; i < end; i++) {

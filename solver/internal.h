@@ -370,6 +370,10 @@ typedef struct cd_aero_params {
 typedef void cd_aero_kernel(const float *pos, float *prev, const float *inv_mass, uint32_t tl,
                             uint32_t width, uint32_t count, const cd_aero_params *p);
 cd_aero_kernel cd_aero_plate_scalar;
+/* True on the "avx2" path: the stages with an AVX2 kernel of their own
+ * (aero, integration, tethers) ask this, a pointer comparison, once per
+ * block. */
+bool cd_solver_simd_avx2(void);
 #ifdef CD_HAVE_AVX2_KERNELS
 cd_aero_kernel cd_aero_plate_avx2;
 /* Compensated Verlet over particles [begin, end) 8 at a time, as
