@@ -30,14 +30,21 @@
  * positions stays below 2e-6 m (16 m and a 16 m instance). */
 #define CD_ANCHOR_DRIFT 16.0f
 
-/* The centre of the particles' bounding box, in the frame they are in. */
-static cd_vec3 box_centre(const float *pos, uint32_t n)
+/* The centre of a bounding box (lo, hi). */
+static cd_vec3 box_centre(const float lo[3], const float hi[3])
+{
+    return cd_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2]));
+}
+
+/* The centre of the particles' bounding box, in the frame they are in
+ * (after a step, the guard's pass measures the box on its way: step.c). */
+static cd_vec3 particles_centre(const float *pos, uint32_t n)
 {
     if (n == 0)
         return cd_v3(0, 0, 0);
     /* Comparisons, not fminf/fmaxf: those honour NaN, so without
-     * -ffinite-math-only they are library calls (5% of an XPBD 8 x 1 step
-     * in them); the guard has just found every coordinate finite. */
+     * -ffinite-math-only they are library calls; positions here were
+     * checked finite when they were built or moved. */
     float lo[3] = {pos[0], pos[1], pos[2]}, hi[3] = {pos[0], pos[1], pos[2]};
     for (uint32_t i = 1; i < n; i++)
         for (int k = 0; k < 3; k++) {
@@ -45,7 +52,7 @@ static cd_vec3 box_centre(const float *pos, uint32_t n)
             lo[k] = v < lo[k] ? v : lo[k];
             hi[k] = v > hi[k] ? v : hi[k];
         }
-    return cd_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2]));
+    return box_centre(lo, hi);
 }
 
 /* Moves the local frame by `shift` (whole metres). A velocity is a
@@ -73,7 +80,7 @@ static void shift_frame(cd_instance *inst, cd_vec3 shift)
 
 void cd_anchor_place(cd_instance *inst)
 {
-    const cd_vec3 c = box_centre(inst->pos, inst->particle_count);
+    const cd_vec3 c = particles_centre(inst->pos, inst->particle_count);
     shift_frame(inst, cd_v3(roundf(c.x), roundf(c.y), roundf(c.z)));
 }
 
@@ -85,12 +92,12 @@ static void follow(cd_instance *inst, cd_vec3 c)
 
 void cd_anchor_follow_box(cd_instance *inst, const float lo[3], const float hi[3])
 {
-    follow(inst, cd_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2])));
+    follow(inst, box_centre(lo, hi));
 }
 
 void cd_anchor_follow(cd_instance *inst)
 {
-    follow(inst, box_centre(inst->pos, inst->particle_count));
+    follow(inst, particles_centre(inst->pos, inst->particle_count));
 }
 
 cd_vec3 cd_instance_anchor(const cd_instance *inst)

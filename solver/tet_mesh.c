@@ -242,6 +242,11 @@ static bool smooth_ball_surface(cd_tet_mesh *m, cd_vec3 centre, float radius)
  * is left, unless that would leave less than half the tets (a ball of 2
  * or 3 cells keeps its slivers, and the rollback of smooth_ball_surface
  * keeps them thick). False when out of memory. */
+static inline bool is_sliver(const uint8_t *on_surface, const uint32_t *q)
+{
+    return on_surface[q[0]] && on_surface[q[1]] && on_surface[q[2]] && on_surface[q[3]];
+}
+
 static bool trim_shell_slivers(cd_tet_mesh *m)
 {
     uint8_t *on_surface = malloc(m->vertex_count);
@@ -259,18 +264,14 @@ static bool trim_shell_slivers(cd_tet_mesh *m)
             on_surface[tris[i]] = 1;
         free(tris);
         uint32_t kept = 0;
-        for (uint32_t t = 0; t < m->tet_count; t++) {
-            const uint32_t *q = &m->tets[4 * t];
-            kept += !(on_surface[q[0]] && on_surface[q[1]] && on_surface[q[2]] && on_surface[q[3]]);
-        }
+        for (uint32_t t = 0; t < m->tet_count; t++)
+            kept += !is_sliver(on_surface, &m->tets[4 * t]);
         if (kept == m->tet_count || 2 * kept < m->tet_count)
             break;
         kept = 0;
-        for (uint32_t t = 0; t < m->tet_count; t++) {
-            const uint32_t *q = &m->tets[4 * t];
-            if (!(on_surface[q[0]] && on_surface[q[1]] && on_surface[q[2]] && on_surface[q[3]]))
-                memmove(&m->tets[4 * kept++], q, 4 * sizeof(uint32_t));
-        }
+        for (uint32_t t = 0; t < m->tet_count; t++)
+            if (!is_sliver(on_surface, &m->tets[4 * t]))
+                memmove(&m->tets[4 * kept++], &m->tets[4 * t], 4 * sizeof(uint32_t));
         m->tet_count = kept;
     }
     free(on_surface);
