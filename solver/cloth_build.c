@@ -183,6 +183,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->coloured.lambda);
     free(inst->coloured.compliance_scale);
     free(inst->coloured.colours);
+    free(inst->coloured.part_colour);
     free(inst->rest);
     free(inst->tets);
     free(inst->elements);

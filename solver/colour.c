@@ -21,6 +21,7 @@
  * (cd_colour_tets). */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "internal.h"
 
@@ -68,45 +69,117 @@ static uint32_t colour_group(const cd_distance *c, uint32_t begin, uint32_t end,
     return colours;
 }
 
+/* Parts of a large instance (one with a team: team.c), as Jolt splits a
+ * soft body's constraints into update groups: particles are cut into
+ * `parts` ranges of consecutive indices (a grid's bands of rows), a
+ * constraint with both ends in one range belongs to that part, any other
+ * to the boundary. Parts share no particle, so a team solves them side by
+ * side, each part's colours one after the other on one thread, and only
+ * the small boundary waits for all of them: one wait per iteration
+ * instead of one per colour (about 12 for a grid), and each part's
+ * particles stay in one core's cache through its colours. The parts are
+ * fixed by the instance, never by the threads, so the positions are the
+ * same bits on 1 or N workers (and on each SIMD path: the scalar one runs
+ * the same sequence). */
+#define CD_PART_PARTICLES 2048u /* the smallest part */
+#define CD_PARTS_MAX 8u
+/* A mesh whose numbering is not spatial would put most constraints on
+ * the boundary, which one thread solves: it keeps the whole-colour
+ * stages instead. */
+#define CD_BOUNDARY_MAX_SHARE 8u /* at most 1/8 of the constraints */
+
+static uint32_t part_of(uint32_t particle, uint32_t n, uint32_t parts)
+{
+    return (uint32_t)((uint64_t)particle * parts / n);
+}
+
+/* How many parts, and each constraint's (parts for the boundary). */
+static uint32_t choose_parts(const cd_instance *inst, uint32_t *part)
+{
+    const uint32_t n = inst->particle_count, m = inst->constraint_count;
+    uint32_t parts = n / CD_PART_PARTICLES;
+    parts = parts < CD_PARTS_MAX ? parts : CD_PARTS_MAX;
+    if (inst->team == NULL || parts < 2) {
+        memset(part, 0, sizeof(uint32_t) * m);
+        return 0;
+    }
+    uint32_t boundary = 0;
+    for (uint32_t i = 0; i < m; i++) {
+        const uint32_t pa = part_of(inst->constraints[i].a, n, parts),
+                       pb = part_of(inst->constraints[i].b, n, parts);
+        part[i] = pa == pb ? pa : parts;
+        boundary += pa != pb;
+    }
+    if (boundary > m / CD_BOUNDARY_MAX_SHARE) {
+        memset(part, 0, sizeof(uint32_t) * m);
+        return 0;
+    }
+    return parts;
+}
+
 bool cd_colour_constraints(cd_instance *inst)
 {
     cd_constraints *out = &inst->coloured;
     const uint32_t n = inst->particle_count, m = inst->constraint_count;
     uint64_t *mask = malloc(sizeof(uint64_t) * (n ? n : 1));
     uint32_t *colour_of = malloc(sizeof(uint32_t) * (m ? m : 1));
-    uint32_t group_colours[CD_GROUP_COUNT];
-    uint32_t *sizes = NULL;
-    bool ok = mask != NULL && colour_of != NULL;
+    uint32_t *part = malloc(sizeof(uint32_t) * (m ? m : 1));
+    uint32_t group_colours[CD_GROUP_COUNT], key_first[CD_GROUP_COUNT + 1];
+    uint32_t *sizes = NULL, *colour_of_key = NULL;
+    bool ok = mask != NULL && colour_of != NULL && part != NULL;
 
-    /* Colour every group, then count the slots each colour needs. */
-    uint32_t total = 0;
+    /* Colour every group; a colour's constraints are then split by part:
+     * key (group, part, colour), the keys of a group part-major. */
+    const uint32_t parts = ok ? choose_parts(inst, part) : 0;
+
+    const uint32_t span = parts + 1; /* parts and the boundary, or 1 */
+    key_first[0] = 0;
     for (int g = 0; ok && g < CD_GROUP_COUNT; g++) {
         const cd_group *gr = &inst->groups[g];
         group_colours[g] = colour_group(inst->constraints, gr->begin, gr->end, n, mask,
                                         colour_of + gr->begin);
-        total += group_colours[g];
+        key_first[g + 1] = key_first[g] + (parts ? span : 1) * group_colours[g];
     }
     free(mask);
+    const uint32_t keys = ok ? key_first[CD_GROUP_COUNT] : 0;
     if (ok) {
-        sizes = calloc(total ? total : 1, sizeof(uint32_t));
-        out->colours = malloc(sizeof(cd_colour) * (total ? total : 1));
-        ok = sizes != NULL && out->colours != NULL;
+        for (int g = 0; g < CD_GROUP_COUNT; g++)
+            for (uint32_t i = inst->groups[g].begin; i < inst->groups[g].end; i++)
+                colour_of[i] = key_first[g] + part[i] * group_colours[g] + colour_of[i];
+        sizes = calloc(keys ? keys : 1, sizeof(uint32_t));
+        colour_of_key = malloc(sizeof(uint32_t) * (keys ? keys : 1));
+        out->colours = malloc(sizeof(cd_colour) * (keys ? keys : 1));
+        out->part_colour = parts ? malloc(sizeof(uint32_t) * (CD_GROUP_COUNT * span + 1)) : NULL;
+        ok = sizes != NULL && colour_of_key != NULL && out->colours != NULL &&
+             (parts == 0 || out->part_colour != NULL);
     }
     uint32_t slots = 0;
     if (ok) {
-        uint32_t first = 0;
+        for (int g = 0; g < CD_GROUP_COUNT; g++)
+            for (uint32_t i = inst->groups[g].begin; i < inst->groups[g].end; i++)
+                sizes[colour_of[i]]++;
+        /* Empty keys (a part without a group's colour) take no colour. */
+        uint32_t total = 0;
         for (int g = 0; g < CD_GROUP_COUNT; g++) {
             cd_group *gr = &inst->groups[g];
-            for (uint32_t i = gr->begin; i < gr->end; i++)
-                sizes[first + colour_of[i]]++;
-            gr->colour_begin = first;
-            gr->colour_end = first + group_colours[g];
-            first += group_colours[g];
+            gr->colour_begin = total;
+            for (uint32_t k = key_first[g]; k < key_first[g + 1]; k++) {
+                if (parts && (k - key_first[g]) % group_colours[g] == 0)
+                    out->part_colour[g * span + (k - key_first[g]) / group_colours[g]] = total;
+                colour_of_key[k] = total;
+                if (sizes[k] == 0)
+                    continue;
+                out->colours[total++] = (cd_colour){.begin = slots, .count = sizes[k]};
+                slots += pad(sizes[k]);
+            }
+            gr->colour_end = total;
+            if (parts && group_colours[g] == 0)
+                for (uint32_t p = 0; p < span; p++)
+                    out->part_colour[g * span + p] = total;
         }
-        for (uint32_t k = 0; k < total; k++) {
-            out->colours[k] = (cd_colour){.begin = slots, .count = sizes[k]};
-            slots += pad(sizes[k]);
-        }
+        if (parts)
+            out->part_colour[CD_GROUP_COUNT * span] = total;
+        out->part_count = parts;
         out->colour_count = total;
         out->slots = slots;
         out->a = aligned_array(slots, sizeof(uint32_t));
@@ -121,22 +194,22 @@ bool cd_colour_constraints(cd_instance *inst)
         memset(out->b, 0, sizeof(uint32_t) * slots);
         memset(out->rest, 0, sizeof(float) * slots);
         memset(out->lambda, 0, sizeof(float) * slots);
-        memset(sizes, 0, sizeof(uint32_t) * (total ? total : 1)); /* fill counts */
-        for (int g = 0; g < CD_GROUP_COUNT; g++) {
-            const cd_group *gr = &inst->groups[g];
-            for (uint32_t i = gr->begin; i < gr->end; i++) {
-                const uint32_t k = gr->colour_begin + colour_of[i];
-                const uint32_t slot = out->colours[k].begin + sizes[k]++;
+        memset(sizes, 0, sizeof(uint32_t) * (keys ? keys : 1)); /* fill counts */
+        for (int g = 0; g < CD_GROUP_COUNT; g++)
+            for (uint32_t i = inst->groups[g].begin; i < inst->groups[g].end; i++) {
+                const uint32_t k = colour_of[i];
+                const uint32_t slot = out->colours[colour_of_key[k]].begin + sizes[k]++;
                 out->a[slot] = inst->constraints[i].a;
                 out->b[slot] = inst->constraints[i].b;
                 out->rest[slot] = inst->constraints[i].rest;
             }
-        }
         free(inst->constraints);
         inst->constraints = NULL;
     }
     free(sizes);
+    free(colour_of_key);
     free(colour_of);
+    free(part);
     return ok;
 }
 

@@ -226,16 +226,55 @@ static void colour_block(cd_instance *inst, const void *ctx, uint32_t block)
     solve_slots(inst, job, begin, begin + CD_TEAM_BLOCK < end ? begin + CD_TEAM_BLOCK : end);
 }
 
+/* The projection of group g: k, or alpha~. */
+static void set_group(colour_job *job, const cd_group *group, float inv_h2)
+{
+    job->xpbd = group->compliance >= 0.0f;
+    job->param = job->xpbd ? group->compliance * inv_h2 : group->stiffness;
+}
+
+/* Part p of a large instance (colour.c): every group's colours in it. */
+typedef struct parts_job {
+    const cd_simd_path *path;
+    float inv_h2;
+} parts_job;
+
+static void solve_part(cd_instance *inst, const parts_job *ctx, uint32_t p)
+{
+    const cd_constraints *c = &inst->coloured;
+    const uint32_t span = c->part_count + 1;
+    colour_job job = {.path = ctx->path};
+    for (int g = 0; g < CD_GROUP_COUNT; g++) {
+        set_group(&job, &inst->groups[g], ctx->inv_h2);
+        for (uint32_t col = c->part_colour[g * span + p]; col < c->part_colour[g * span + p + 1];
+             col++) {
+            job.colour = &c->colours[col];
+            solve_slots(inst, &job, job.colour->begin, job.colour->begin + job.colour->count);
+        }
+    }
+}
+
+static void part_block(cd_instance *inst, const void *ctx, uint32_t part)
+{
+    solve_part(inst, ctx, part);
+}
+
 void cd_stage_solve_distances(cd_instance *inst, float h)
 {
     if (cd_material_active(inst))
         return; /* a material's edges are no springs: its tets hold it (material.c) */
     const float inv_h2 = 1.0f / (h * h);
+    if (inst->coloured.part_count > 0) {
+        /* The parts side by side, then the boundary on this thread. */
+        const parts_job parts = {.path = active_path, .inv_h2 = inv_h2};
+        cd_team_run(inst, part_block, &parts, inst->coloured.part_count);
+        solve_part(inst, &parts, inst->coloured.part_count);
+        return;
+    }
     colour_job job = {.path = active_path};
     for (int g = 0; g < CD_GROUP_COUNT; g++) {
         const cd_group *group = &inst->groups[g];
-        job.xpbd = group->compliance >= 0.0f;
-        job.param = job.xpbd ? group->compliance * inv_h2 : group->stiffness;
+        set_group(&job, group, inv_h2);
         for (uint32_t col = group->colour_begin; col < group->colour_end; col++) {
             job.colour = &inst->coloured.colours[col];
             if (inst->team == NULL)

@@ -88,6 +88,9 @@ size_t cd_instance_memory(const cd_instance *inst)
            n * (3 * 3 * sizeof(float) + 3 * sizeof(float) + sizeof(uint32_t) + 1) +
            (size_t)inst->coloured.slots * (2 * sizeof(uint32_t) + 2 * sizeof(float)) +
            (size_t)inst->coloured.colour_count * sizeof(cd_colour) +
+           (inst->coloured.part_count
+                ? (CD_GROUP_COUNT * ((size_t)inst->coloured.part_count + 1) + 1) * sizeof(uint32_t)
+                : 0) +
            (inst->rest ? n * 3 * sizeof(float) : 0) +
            (inst->contact_depth ? n * sizeof(float) : 0) + (size_t)inst->tet_count * sizeof(cd_tet) +
            (size_t)inst->triangle_count * 3 * sizeof(uint32_t) +

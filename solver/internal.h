@@ -45,6 +45,13 @@ typedef struct cd_constraints {
     uint32_t slots;       /* a multiple of CD_LANES */
     cd_colour *colours;   /* stretch's colours, then shear's, then bend's */
     uint32_t colour_count;
+    /* A large instance's constraints in parts (colour.c), else 0 parts:
+     * group g's colours are those of part 0, part 1, ... then the
+     * boundary's (part `part_count`); part p of group g starts at colour
+     * part_colour[g * (part_count + 1) + p] and ends where the next
+     * entry starts (CD_GROUP_COUNT * (part_count + 1) + 1 entries). */
+    uint32_t part_count;
+    uint32_t *part_colour;
 } cd_constraints;
 
 /* Constraints come in groups that share a stiffness or a compliance. */

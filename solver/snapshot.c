@@ -19,7 +19,7 @@
  * back, and the host's opaque "tag" (the server keeps each instance's
  * scene and lifetime there; the solver never reads it, and an instance
  * without one writes no field, so such files keep their bytes). What is rebuilt instead: whatever the builders derive from the
- * options and the rest shape (constraints, their colouring, groups, the
+ * options and the rest shape (constraints, their colouring and parts, groups, the
  * team, a soft body's neighbours, surface and material elements), and
  * what every step resets before reading it (XPBD multipliers, contact
  * depths, the self-collision hash and pairs, which the first substep
@@ -59,7 +59,7 @@
 /* sizeof(cd_instance) on x86-64, less its options (saved by their table
  * rows, so a new option needs nothing here), when snapshot.c was last
  * brought up to date. */
-#define CD_SNAPSHOT_INSTANCE_SIZE 1712
+#define CD_SNAPSHOT_INSTANCE_SIZE 1720
 
 /* ---- the options, by their table rows -------------------------------------- */
 
