@@ -105,7 +105,7 @@ static bool queue_write(cd_conn *conn, cd_write *w, const void *data)
     uv_buf_t buf = uv_buf_init((char *)data, (unsigned)w->len);
     w->conn = conn;
     w->cost = w->len + sizeof *w;
-    if (uv_write(&w->req, (uv_stream_t *)&conn->tcp, &buf, 1, on_write_done) != 0)
+    if (uv_write(&w->req, (uv_stream_t *)&conn->socket, &buf, 1, on_write_done) != 0)
         return false;
     *bytes_of(conn, w->kind) += w->cost;
     return true;
@@ -339,7 +339,7 @@ static void flush_gather(cd_conn *conn)
     if (w != NULL && bufs != NULL) {
         for (uint32_t i = 0; i < n; i++)
             bufs[i] = uv_buf_init((char *)w->frames[i]->data, (unsigned)w->frames[i]->len);
-        rc = uv_write(&w->req, (uv_stream_t *)&conn->tcp, bufs, n, on_write_done);
+        rc = uv_write(&w->req, (uv_stream_t *)&conn->socket, bufs, n, on_write_done);
     }
     if (bufs != few)
         free(bufs);
@@ -468,7 +468,7 @@ static void start_reading(cd_conn *conn)
 {
     if (conn->reading || conn->closing || conn->draining || conn->eof)
         return;
-    if (uv_read_start((uv_stream_t *)&conn->tcp, on_alloc, on_read) == 0)
+    if (uv_read_start((uv_stream_t *)&conn->socket, on_alloc, on_read) == 0)
         conn->reading = true;
     else
         cd_conn_close(conn);
@@ -478,7 +478,7 @@ static void stop_reading(cd_conn *conn)
 {
     if (!conn->reading)
         return;
-    uv_read_stop((uv_stream_t *)&conn->tcp);
+    uv_read_stop((uv_stream_t *)&conn->socket);
     conn->reading = false;
 }
 
@@ -503,7 +503,7 @@ void cd_conn_close_after_writes(cd_conn *conn)
         return;
     conn->draining = true;
     uv_shutdown_t *req = calloc(1, sizeof *req);
-    if (req == NULL || uv_shutdown(req, (uv_stream_t *)&conn->tcp, on_shutdown) != 0) {
+    if (req == NULL || uv_shutdown(req, (uv_stream_t *)&conn->socket, on_shutdown) != 0) {
         free(req);
         cd_conn_close(conn);
     }
@@ -800,24 +800,31 @@ void cd_conn_check_line_timeouts(uv_timer_t *timer)
         uv_timer_stop(timer);
 }
 
-void cd_conn_accept(cd_server *server)
+void cd_conn_accept(cd_server *server, uv_stream_t *listener)
 {
     cd_conn *conn = calloc(1, sizeof *conn);
     if (conn == NULL)
         return;
     conn->server = server;
-    uv_tcp_init(server->loop, &conn->tcp);
-    conn->tcp.data = conn;
+    conn->over_unix = listener->type == UV_NAMED_PIPE;
+    if (conn->over_unix) {
+        uv_pipe_init(server->loop, &conn->socket.pipe, 0);
+        conn->socket.pipe.data = conn;
+    } else {
+        uv_tcp_init(server->loop, &conn->socket.tcp);
+        conn->socket.tcp.data = conn;
+    }
     conn->next = server->conns;
     if (server->conns != NULL)
         server->conns->prev = conn;
     server->conns = conn;
     server->conn_count++; /* until on_close */
-    if (uv_accept((uv_stream_t *)&server->listener, (uv_stream_t *)&conn->tcp) != 0) {
+    if (uv_accept(listener, (uv_stream_t *)&conn->socket) != 0) {
         cd_conn_close(conn);
         return;
     }
-    uv_tcp_nodelay(&conn->tcp, 1);
+    if (!conn->over_unix)
+        uv_tcp_nodelay(&conn->socket.tcp, 1);
     cd_metrics_conn_open(conn);
     conn->access = cd_auth_initial_access(server);
     if (server->conn_count > server->opts.max_connections) {
@@ -845,7 +852,7 @@ void cd_conn_close(cd_conn *conn)
         cd_frame_buf_unref(conn->gather[i]);
     conn->gather_count = 0;
     free_event_slots(conn);
-    uv_close((uv_handle_t *)&conn->tcp, on_close);
+    uv_close((uv_handle_t *)&conn->socket, on_close);
 }
 
 static void on_close(uv_handle_t *handle)

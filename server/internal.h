@@ -146,7 +146,13 @@ typedef struct cd_frame_slot {
 } cd_frame_slot;
 
 struct cd_conn {
-    uv_tcp_t tcp; /* tcp.data == this */
+    /* The client's socket, by the listener that took it; its handle's
+     * data == this. Cast to uv_stream_t or uv_handle_t to use. */
+    union {
+        uv_tcp_t tcp;
+        uv_pipe_t pipe; /* --unix */
+    } socket;
+    bool over_unix; /* socket.pipe, else socket.tcp */
     cd_server *server;
     cd_conn *prev, *next; /* the server's list */
 
@@ -213,6 +219,9 @@ struct cd_conn {
 struct cd_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
+    uv_pipe_t unix_listener; /* --unix (listen_unix.c) */
+    bool unix_open;          /* unix_listener initialised */
+    bool unix_bound;         /* its socket file is ours to remove */
     uv_async_t wake; /* the pool's "jobs done" */
     uv_signal_t sigint, sigterm;
     cd_server_options opts;
@@ -248,7 +257,12 @@ struct cd_server {
 };
 
 /* ---- conn.c ---- */
-void cd_conn_accept(cd_server *server);
+void cd_conn_accept(cd_server *server, uv_stream_t *listener);
+
+/* listen_unix.c: the --unix listener (0 without one; else a libuv error,
+ * printed), and its socket file's removal when the server stops. */
+int cd_listen_unix(cd_server *server, uv_connection_cb on_connection);
+void cd_unix_remove(cd_server *server);
 /* Queues a reply line; `line` is taken over (freed with free()). */
 void cd_conn_send_line(cd_conn *conn, char *line, size_t len);
 /* The warnings of the request being answered, printed as a JSON array
@@ -518,6 +532,8 @@ const char *cd_metrics_simd_path(void);
 void cd_addr_text(const struct sockaddr_storage *addr, char out[CD_ADDR_TEXT_MAX]);
 /* The peer of a connected socket as cd_addr_text writes it. */
 void cd_peer_text(uv_tcp_t *tcp, char out[CD_ADDR_TEXT_MAX]);
+/* A connection's peer: its address and port, or "unix" over --unix. */
+void cd_conn_peer_text(cd_conn *conn, char out[CD_ADDR_TEXT_MAX]);
 
 /* ---- health.c: the HTTP ports ---- */
 /* Binds --health-port and --metrics-port when given; false after logging

@@ -87,6 +87,8 @@ void cd_metrics_started(cd_server *server, const char *host, int port)
     cd_log_str(log, "version", CD_VERSION_STRING);
     cd_log_str(log, "address", host);
     cd_log_uint(log, "port", (uint64_t)port);
+    if (o->unix_path[0] != '\0')
+        cd_log_str(log, "unix", o->unix_path);
     cd_log_uint(log, "workers", o->workers);
     cd_log_str(log, "simd", cd_metrics_simd_path());
     cd_log_str(log, "access", server->full_token.len > 0 ? "token" : "open");
@@ -128,13 +130,21 @@ void cd_peer_text(uv_tcp_t *tcp, char out[CD_ADDR_TEXT_MAX])
     cd_addr_text(&addr, out);
 }
 
+void cd_conn_peer_text(cd_conn *conn, char out[CD_ADDR_TEXT_MAX])
+{
+    if (conn->over_unix)
+        snprintf(out, CD_ADDR_TEXT_MAX, "unix");
+    else
+        cd_peer_text(&conn->socket.tcp, out);
+}
+
 void cd_metrics_conn_open(cd_conn *conn)
 {
     cd_server *server = conn->server;
     cd_conn_stats *st = &conn->stats;
     st->opened = uv_now(server->loop);
     st->cmd = CD_CMD_COUNT;
-    cd_peer_text(&conn->tcp, st->peer);
+    cd_conn_peer_text(conn, st->peer);
     server->metrics.connections_total++;
     if (server->conn_count > server->opts.max_connections)
         server->metrics.connections_refused++;

@@ -49,6 +49,7 @@ cd_server_options cd_default_server_options(void)
         .step_cost_ps = 0, /* measured */
         .health_port = -1,
         .metrics_port = -1,
+        .unix_mode = 0600,
     };
     return o;
 }
@@ -61,6 +62,7 @@ typedef enum flag_kind {
     FLAG_SIZE,   /* size_t */
     FLAG_SWITCH, /* bool, takes no value */
     FLAG_CHOICE, /* int: the index of the value in `choices` */
+    FLAG_MODE,   /* unsigned: file permissions in octal, [lo, hi] */
 } flag_kind;
 
 typedef struct flag_spec {
@@ -123,6 +125,10 @@ static const flag_spec flags[] = {
     {"--step-cost-ps", "PS", FLAG_U32, OPT(step_cost_ps), 0, 0, 1000000000,
      "a fixed step time per cost unit in picoseconds for the budget's plans, the same choices "
      "on any machine (default 0: measured from the recent steps)"},
+    {"--unix", "PATH", FLAG_TEXT, TEXT(unix_path), 0, 0,
+     "also listen on a Unix socket at PATH (at most 107 bytes; a stale socket there is replaced)"},
+    {"--unix-mode", "OCTAL", FLAG_MODE, OPT(unix_mode), 0, 0, 0777,
+     "the Unix socket's permissions (default 600: only clothd's user may connect)"},
     {"--health-port", "N", FLAG_INT, OPT(health_port), 0, 0, 65535,
      "serve HTTP GET /healthz and /readyz on this port (default off, 0 = ephemeral)"},
     {"--metrics-port", "N", FLAG_INT, OPT(metrics_port), 0, 0, 65535,
@@ -193,6 +199,17 @@ static bool store(const flag_spec *spec, const char *value, cd_server_options *o
             }
         }
         return false;
+    case FLAG_MODE: {
+        char *end = NULL;
+        if (value == NULL || *value < '0' || *value > '7')
+            return false;
+        errno = 0;
+        v = strtoull(value, &end, 8);
+        if (errno != 0 || *end != '\0' || v < spec->lo || v > spec->hi)
+            return false;
+        *(unsigned *)field = (unsigned)v;
+        return true;
+    }
     default:
         break;
     }

@@ -12,7 +12,7 @@ static void on_connection(uv_stream_t *listener, int status)
     cd_server *server = listener->data;
     if (status < 0 || server->shutting_down)
         return;
-    cd_conn_accept(server);
+    cd_conn_accept(server, listener);
 }
 
 /* Runs on a worker thread: uv_async_send is the one thread-safe libuv call;
@@ -35,8 +35,10 @@ static void close_handle(uv_handle_t *handle, void *arg)
     (void)arg;
     if (uv_is_closing(handle))
         return;
-    if (handle->type == UV_TCP && handle->data != NULL &&
-        handle != (uv_handle_t *)&((cd_server *)arg)->listener) {
+    const cd_server *server = arg;
+    if ((handle->type == UV_TCP || handle->type == UV_NAMED_PIPE) && handle->data != NULL &&
+        handle != (const uv_handle_t *)&server->listener &&
+        handle != (const uv_handle_t *)&server->unix_listener) {
         cd_conn_close(handle->data);
         return;
     }
@@ -57,6 +59,7 @@ static void on_signal(uv_signal_t *handle, int signum)
     /* No step runs now: the journal and the last autosave see whole steps. */
     cd_recording_shutdown(server);
     cd_snapshots_stop(server);
+    cd_unix_remove(server);
     uv_walk(server->loop, close_handle, server);
 }
 
@@ -148,6 +151,8 @@ static int listen_on(cd_server *server, const cd_server_options *opts)
     }
     printf("clothd %s listening on %s:%d (%u workers)\n", CD_VERSION_STRING, host, port,
            opts->workers);
+    if (opts->unix_path[0] != '\0') /* listening already: cd_listen_unix */
+        printf("clothd listening on unix:%s\n", opts->unix_path);
     cd_health_announce(server, stdout);
     fflush(stdout);
     cd_metrics_started(server, host, port);
@@ -217,7 +222,8 @@ int cd_server_run(const cd_server_options *opts)
     uv_signal_start(&server.sigterm, on_signal, SIGTERM);
     /* A client vanishing mid-write must not kill the process. */
     signal(SIGPIPE, SIG_IGN);
-    if (!cd_health_start(&server) || listen_on(&server, opts) != 0)
+    if (!cd_health_start(&server) || cd_listen_unix(&server, on_connection) != 0 ||
+        listen_on(&server, opts) != 0)
         goto shutdown;
 
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -229,6 +235,7 @@ shutdown:
         cd_health_close(&server);
         cd_pool_destroy(server.pool);
         server.pool = NULL;
+        cd_unix_remove(&server);
         uv_walk(&loop, close_handle, &server);
     }
     uv_run(&loop, UV_RUN_DEFAULT); /* let the close callbacks run */

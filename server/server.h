@@ -1,6 +1,7 @@
 /* clothd server — options and the entry point used by main.c.
  *
- * The server owns a libuv loop on the calling thread (accepting TCP, reading
+ * The server owns a libuv loop on the calling thread (accepting TCP and,
+ * with --unix, Unix-socket connections, reading
  * requests, writing replies and frames) and a worker pool that steps
  * instances, one job per instance per step. */
 #ifndef CLOTHD_SERVER_H
@@ -38,6 +39,8 @@ typedef struct cd_server_options {
     char data_dir[4096];    /* snapshots' folder; "": save and load are off */
     uint32_t autosave;      /* seconds between autosaves (and one at SIGTERM); 0: off */
     char crash_at[16];      /* tests: abort at this stage of a snapshot write (snapshot_file.c) */
+    char unix_path[108];    /* also listen on this Unix socket (sun_path's size); "": no */
+    unsigned unix_mode;     /* the socket file's permissions (default 0600) */
 } cd_server_options;
 
 cd_server_options cd_default_server_options(void);
