@@ -9,6 +9,7 @@ and scenes kept by snapshots, restarts and replays."""
 import json
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -412,6 +413,7 @@ class PythonClientSceneTest(ServerTestCase):
 class SceneSnapshotTest(unittest.TestCase):
     def test_snapshots_and_restarts_keep_scenes_and_drop_ephemeral_instances(self):
         data = tempfile.mkdtemp(prefix="clothd-scenes-")
+        self.addCleanup(shutil.rmtree, data, True)
         srv = Server("--data-dir", data).start()
         try:
             c, owner = srv.client(), srv.client()
@@ -448,6 +450,7 @@ class SceneSnapshotTest(unittest.TestCase):
 
     def test_a_replay_keeps_the_recorded_scene_and_a_scene_destroy_is_journaled(self):
         data = tempfile.mkdtemp(prefix="clothd-scenes-")
+        self.addCleanup(shutil.rmtree, data, True)
         srv = fresh_server(self, "--data-dir", data)
         c = srv.client()
         self.addCleanup(c.close)
