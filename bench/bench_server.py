@@ -11,8 +11,10 @@ an "after" build) and, for each, measures in one interleaved run:
    is one sample. Measured with 0 subscribers and with 4 subscribers: each
    a separate process that subscribes to every instance and reads frames as
    fast as it can (counting them, and the frames it missed: a subscriber
-   that keeps up misses none). The rounds alternate 0 / 4 subscribers and
-   the binaries, so that a drifting machine hits every case alike.
+   that keeps up misses none), over TCP, then (a binary with `--unix`) the
+   same 4 over the server's Unix socket: a game server's subscribers on the
+   same host. The stepping client stays on TCP. The rounds alternate the
+   cases and the binaries, so that a drifting machine hits every case alike.
    Also the server's CPU per step, split into the loop thread and the rest
    (the workers), from /proc/PID/task/*/schedstat (nanoseconds).
 2. tiny: a `step` of one 2x2 instance, and a `step` with `"instances":[]`
@@ -40,6 +42,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 from run import load_average  # bench/run.py, beside this file
@@ -111,14 +114,28 @@ class Server:
         self.label = label
         if not os.access(path, os.X_OK):
             raise BenchError(f"{label}: {path} is missing; run `make BUILD=... all`")
-        self.proc = subprocess.Popen([path, "--port", "0", "--workers", str(workers)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # A binary from before --unix has no Unix-socket case.
+        helps = subprocess.run([path, "--help"], capture_output=True, text=True).stdout
+        self.unix = None
+        args = [path, "--port", "0", "--workers", str(workers)]
+        if "--unix " in helps:
+            self.unix_dir = tempfile.mkdtemp(prefix="clothd-bench-")
+            self.unix = os.path.join(self.unix_dir, "clothd.sock")
+            args += ["--unix", self.unix]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         line = self.proc.stdout.readline()
         m = BANNER.search(line)
         if not m:
             self.proc.kill()
             raise BenchError(f"{label}: unexpected banner {line!r}")
         self.port = int(m.group(2))
+        if self.unix is not None and not self.proc.stdout.readline().startswith(b"clothd listening on unix:"):
+            self.proc.kill()
+            raise BenchError(f"{label}: no Unix socket banner")
+
+    def address(self, over_unix):
+        """What a subscriber connects to: "unix:PATH" or the TCP port."""
+        return f"unix:{self.unix}" if over_unix else str(self.port)
 
     def thread_ns(self):
         """(loop thread ns, all threads ns) on CPU so far."""
@@ -145,6 +162,10 @@ class Server:
                 raise BenchError(f"{self.label}: did not exit on SIGTERM")
             if rc != 0:
                 raise BenchError(f"{self.label}: exited with {rc}")
+        if self.unix is not None:
+            if os.path.exists(self.unix):
+                raise BenchError(f"{self.label}: left its socket file behind")
+            os.rmdir(self.unix_dir)
 
 
 def machine_ticks():
@@ -187,10 +208,15 @@ class OthersMeter:
 
 # ---- subscribers: separate processes ---------------------------------------
 
-def subscriber_main(port):
-    """Subscribes to every instance and reads as fast as it can until stdin
-    closes; then prints `frames missed bytes cpu_seconds` and exits."""
-    sock = socket.create_connection(("127.0.0.1", port))
+def subscriber_main(address):
+    """Subscribes to every instance (address: a TCP port on 127.0.0.1 or
+    "unix:PATH") and reads as fast as it can until stdin closes; then prints
+    `frames missed bytes cpu_seconds` and exits."""
+    if address.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(address[len("unix:"):])
+    else:
+        sock = socket.create_connection(("127.0.0.1", int(address)))
     sock.sendall(b'{"id":1,"cmd":"subscribe"}\n')
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -242,9 +268,9 @@ def subscriber_main(port):
 
 
 class Subscribers:
-    def __init__(self, port, count):
+    def __init__(self, address, count):
         self.procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
-                                        "--subscriber", str(port)],
+                                        "--subscriber", address],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for _ in range(count)]
         for p in self.procs:
@@ -305,22 +331,30 @@ def run_steps(server, client, steps):
     return times, loop1 - loop0, all1 - all0
 
 
+# The cases: (key, subscribers, over the Unix socket).
+CASES = (("subs0", 0, False), (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False),
+         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True))
+
+
 def run_capes(servers, rounds, steps, log):
     clients = {s.label: setup_capes(s) for s in servers}
     meter = OthersMeter(servers)
-    res = {s.label: {n: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0, "sub_cpu": 0.0}
-                     for n in (0, SUBSCRIBERS)} for s in servers}
+    res = {s.label: {key: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0, "sub_cpu": 0.0}
+                     for key, _, _ in CASES} for s in servers}
     for rnd in range(rounds):
         order = servers if rnd % 2 == 0 else servers[::-1]
-        subs_order = (0, SUBSCRIBERS) if rnd % 2 == 0 else (SUBSCRIBERS, 0)
+        cases = CASES if rnd % 2 == 0 else CASES[::-1]
         for s in order:
-            for n in subs_order:
-                log(f"  capes: round {rnd + 1}/{rounds}, {s.label}, {n} subscribers ...")
-                subs = Subscribers(s.port, n) if n else None
+            for key, n, over_unix in cases:
+                if over_unix and s.unix is None:
+                    continue
+                log(f"  capes: round {rnd + 1}/{rounds}, {s.label}, {n} subscribers"
+                    f"{' (Unix socket)' if over_unix else ''} ...")
+                subs = Subscribers(s.address(over_unix), n) if n else None
                 # let the subscribers' current frames go out before timing
                 run_steps(s, clients[s.label], 3)
                 t, loop_ns, all_ns = run_steps(s, clients[s.label], steps)
-                r = res[s.label][n]
+                r = res[s.label][key]
                 r["t"] += t
                 r["loop_ns"] += loop_ns
                 r["all_ns"] += all_ns
@@ -338,10 +372,11 @@ def run_capes(servers, rounds, steps, log):
                "iters": CAPE_ITERS, "workers": WORKERS, "rounds": rounds,
                "steps_per_round": steps, "other_processes_cores": others,
                "load_before": LOAD_BEFORE}
-        for n in (0, SUBSCRIBERS):
-            r = res[s.label][n]
+        for key, n, _ in CASES:
+            r = res[s.label][key]
             count = len(r["t"])
-            key = f"subs{n}"
+            if count == 0:
+                continue
             row[f"{key}_p50_ms"] = round(1e3 * percentile(r["t"], 50), 3)
             row[f"{key}_p99_ms"] = round(1e3 * percentile(r["t"], 99), 3)
             row[f"{key}_mean_ms"] = round(1e3 * statistics.mean(r["t"]), 3)
@@ -353,10 +388,10 @@ def run_capes(servers, rounds, steps, log):
                 # over the timed steps and the 3 before them
                 row[f"{key}_subscribers_cpu_us_per_step"] = round(
                     1e6 * r["sub_cpu"] / (count + 3 * rounds), 1)
-        added = 100.0 * (row[f"subs{SUBSCRIBERS}_p50_ms"] / row["subs0_p50_ms"] - 1.0)
-        row["subs_added_p50_pct"] = round(added, 1)
-        row["verdict_p99"] = "PASS" if row[f"subs{SUBSCRIBERS}_p99_ms"] <= TARGET_P99_MS else "MISS"
-        row["verdict_subs"] = "PASS" if added <= TARGET_SUB_PCT else "MISS"
+                added = 100.0 * (row[f"{key}_p50_ms"] / row["subs0_p50_ms"] - 1.0)
+                row[f"{key}_added_p50_pct"] = round(added, 1)
+                row[f"{key}_verdict_p99"] = "PASS" if row[f"{key}_p99_ms"] <= TARGET_P99_MS else "MISS"
+                row[f"{key}_verdict_added"] = "PASS" if added <= TARGET_SUB_PCT else "MISS"
         rows.append(row)
     return rows
 
@@ -419,19 +454,22 @@ def print_tables(capes, tiny):
           f"{capes[0]['other_processes_cores']} of {os.cpu_count()} cores during the capes")
     print(f"Through the server: {CAPES} capes of {CAPE_N}² at {CAPE_ITERS} iterations, awake, wind "
           f"{WIND}, {WORKERS} workers; step reply round trip as the stepping client sees it")
-    head = (f"{'build':<10} {'0 subs p50':>10} {'p99':>7} {f'{n} subs p50':>10} {'p99':>7} "
-            f"{'added':>7} {'loop µs/step 0/' + str(n):>18} {'server µs/step 0/' + str(n):>20} "
-            f"{'frames read':>11} {'missed':>7} {'subs µs/step':>12}")
+    head = (f"{'build':<10} {'subscribers':<14} {'p50 ms':>7} {'p99':>7} {'added':>7} "
+            f"{'loop µs/step':>12} {'server µs/step':>14} {'frames read':>11} {'missed':>7} "
+            f"{'subs µs/step':>12}")
     print(head)
     print("-" * len(head))
+    names = {"subs0": "none", f"subs{n}": f"{n} over TCP", f"unix{n}": f"{n} over Unix"}
     for r in capes:
-        print(f"{r['label']:<10} {r['subs0_p50_ms']:>10.2f} {r['subs0_p99_ms']:>7.2f} "
-              f"{r[f'subs{n}_p50_ms']:>10.2f} {r[f'subs{n}_p99_ms']:>7.2f} "
-              f"{r['subs_added_p50_pct']:>6.1f}% "
-              f"{str(r['subs0_loop_cpu_us_per_step']) + ' / ' + str(r[f'subs{n}_loop_cpu_us_per_step']):>18} "
-              f"{str(r['subs0_server_cpu_us_per_step']) + ' / ' + str(r[f'subs{n}_server_cpu_us_per_step']):>20} "
-              f"{r[f'subs{n}_frames_read']:>11} {r[f'subs{n}_frames_missed']:>7} "
-              f"{r[f'subs{n}_subscribers_cpu_us_per_step']:>12}")
+        for key, count, _ in CASES:
+            if f"{key}_p50_ms" not in r:
+                continue
+            added = f"{r[f'{key}_added_p50_pct']:>6.1f}%" if count else f"{'':>7}"
+            tail = (f" {r[f'{key}_frames_read']:>11} {r[f'{key}_frames_missed']:>7} "
+                    f"{r[f'{key}_subscribers_cpu_us_per_step']:>12}") if count else ""
+            print(f"{r['label']:<10} {names[key]:<14} {r[f'{key}_p50_ms']:>7.2f} "
+                  f"{r[f'{key}_p99_ms']:>7.2f} {added} {r[f'{key}_loop_cpu_us_per_step']:>12} "
+                  f"{r[f'{key}_server_cpu_us_per_step']:>14}{tail}")
     print(f"   targets: p99 with {n} subscribers <= {TARGET_P99_MS} ms; {n} subscribers add "
           f"<= {TARGET_SUB_PCT}% to the p50")
     print()
@@ -453,7 +491,7 @@ def print_tables(capes, tiny):
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--subscriber":
-        subscriber_main(int(sys.argv[2]))
+        subscriber_main(sys.argv[2])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clothd", action="append", metavar="[LABEL=]PATH",
