@@ -186,7 +186,7 @@ static void aero_block(cd_instance *inst, const void *ctx, uint32_t block)
 static cd_aero_kernel *plate_kernel(void)
 {
 #ifdef CD_HAVE_AVX2_KERNELS
-    if (cd_solver_simd_avx2())
+    if (cd_solver_path_has_avx2())
         return cd_aero_plate_avx2;
 #endif
     return cd_aero_plate_scalar;

@@ -17,6 +17,7 @@
  * start-up from the CPU. A colour's constraints share no particle, so both
  * make the same sequence of projections, with the same IEEE operations in
  * the same order: today they give bit-identical positions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,33 +115,57 @@ typedef struct cd_simd_path {
     const char *name;
     cd_seed_kernel *seed;
     cd_xpbd_kernel *xpbd;
+    bool avx2; /* the CPU has AVX2: the other stages run their AVX2 kernels */
 } cd_simd_path;
 
-static const cd_simd_path scalar_path = {"scalar", cd_solve_seed_scalar, cd_solve_xpbd_scalar};
+static const cd_simd_path scalar_path = {"scalar", cd_solve_seed_scalar, cd_solve_xpbd_scalar,
+                                         false};
 #ifdef CD_HAVE_AVX2_KERNELS
-static const cd_simd_path avx2_path = {"avx2", cd_solve_seed_avx2, cd_solve_xpbd_avx2};
+static const cd_simd_path avx2_path = {"avx2", cd_solve_seed_avx2, cd_solve_xpbd_avx2, true};
+static const cd_simd_path avx512_path = {"avx512", cd_solve_seed_avx512, cd_solve_xpbd_avx512,
+                                         true};
 #endif
 
 /* Written before main (and by cd_solver_select_simd, which tests and
  * benches call while no step runs); read-only while steps run. */
 static const cd_simd_path *active_path = &scalar_path;
 
-static bool cpu_has_avx2(void)
+/* The paths this CPU runs, best first: scalar always runs. */
+static bool cpu_runs(const cd_simd_path *path)
 {
 #ifdef CD_HAVE_AVX2_KERNELS
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-#else
-    return false;
+    if (path == &avx2_path)
+        return __builtin_cpu_supports("avx2");
+    if (path == &avx512_path) /* the kernels' target; AVX-512 implies AVX2 */
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx2");
 #endif
+    return path == &scalar_path;
 }
+
+static const cd_simd_path *const paths[] = {
+#ifdef CD_HAVE_AVX2_KERNELS
+    &avx512_path,
+    &avx2_path,
+#endif
+    &scalar_path,
+};
 
 __attribute__((constructor)) static void pick_simd_path(void)
 {
     const char *forced = getenv("CLOTHD_SIMD");
-    if (forced != NULL && strcmp(forced, "scalar") == 0)
+    if (forced != NULL && cd_solver_select_simd(forced))
         return;
-    cd_solver_select_simd("avx2");
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++)
+        if (cpu_runs(paths[p])) {
+            active_path = paths[p];
+            break;
+        }
+    if (forced != NULL) /* refused: the log's simd= and status's "simd" say what runs */
+        fprintf(stderr, "CLOTHD_SIMD=%s: no such path on this CPU or build; using %s\n", forced,
+                active_path->name);
 }
 
 const char *cd_solver_simd_path(void)
@@ -148,29 +173,20 @@ const char *cd_solver_simd_path(void)
     return active_path->name;
 }
 
-bool cd_solver_simd_avx2(void)
+bool cd_solver_path_has_avx2(void)
 {
-#ifdef CD_HAVE_AVX2_KERNELS
-    return active_path == &avx2_path;
-#else
-    return false;
-#endif
+    return active_path->avx2;
 }
 
 bool cd_solver_select_simd(const char *name)
 {
     if (name == NULL)
         return false;
-    if (strcmp(name, "scalar") == 0) {
-        active_path = &scalar_path;
-        return true;
-    }
-#ifdef CD_HAVE_AVX2_KERNELS
-    if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) {
-        active_path = &avx2_path;
-        return true;
-    }
-#endif
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++)
+        if (strcmp(name, paths[p]->name) == 0 && cpu_runs(paths[p])) {
+            active_path = paths[p];
+            return true;
+        }
     return false;
 }
 

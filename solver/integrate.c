@@ -87,7 +87,7 @@ static void integrate_block(cd_instance *inst, const void *ctx, uint32_t block)
     cd_particle_block(inst, block, &begin, &end);
     uint32_t i = begin;
 #ifdef CD_HAVE_AVX2_KERNELS
-    if (cd_solver_simd_avx2()) /* the same bits, 8 at a time */
+    if (cd_solver_path_has_avx2()) /* the same bits, 8 at a time */
         i = cd_integrate_avx2(pos, prev, residual, w, begin, end, keep, a);
 #endif
     for (; i < end; i++) {

@@ -322,7 +322,7 @@ bool cd_colour_constraints(cd_instance *inst);
  * colour's last real slot at most): the seed's projection with stiffness
  * k, or XPBD with alpha~ = compliance / h^2. The scalar ones are the
  * reference; the AVX2 ones (distance_avx2.c) project 8 constraints at a
- * time, bit-identically. */
+ * time, the AVX-512 ones 16, bit-identically. */
 typedef void cd_seed_kernel(float *pos, const float *inv_mass, const cd_constraints *c,
                             uint32_t begin, uint32_t end, float k);
 typedef void cd_xpbd_kernel(float *pos, const float *inv_mass, cd_constraints *c,
@@ -357,6 +357,10 @@ uint32_t cd_colour_tets(const uint32_t *tets, uint32_t count, uint32_t vertex_co
 #define CD_HAVE_AVX2_KERNELS 1
 cd_seed_kernel cd_solve_seed_avx2;
 cd_xpbd_kernel cd_solve_xpbd_avx2;
+/* The same, 16 constraints at a time with AVX-512 F, VL, BW and DQ
+ * (distance_avx512.c), bit-identically. */
+cd_seed_kernel cd_solve_seed_avx512;
+cd_xpbd_kernel cd_solve_xpbd_avx512;
 #endif
 /* The aerodynamic kernels (aero.c: the scalar reference; aero_avx2.c).
  * A run is `count` cells of one grid row, every other one: the cells whose
@@ -377,10 +381,10 @@ typedef struct cd_aero_params {
 typedef void cd_aero_kernel(const float *pos, float *prev, const float *inv_mass, uint32_t tl,
                             uint32_t width, uint32_t count, const cd_aero_params *p);
 cd_aero_kernel cd_aero_plate_scalar;
-/* True on the "avx2" path: the stages with an AVX2 kernel of their own
- * (aero, integration, tethers) ask this, a pointer comparison, once per
- * block. */
-bool cd_solver_simd_avx2(void);
+/* True when the path's CPU has AVX2 ("avx2" and "avx512"): the stages
+ * with an AVX2 kernel of their own (aero, integration, tethers) ask this,
+ * a load of the path's flag, once per block. */
+bool cd_solver_path_has_avx2(void);
 #ifdef CD_HAVE_AVX2_KERNELS
 cd_aero_kernel cd_aero_plate_avx2;
 /* Compensated Verlet over particles [begin, end) 8 at a time, as

@@ -371,7 +371,7 @@ static void tether_block(cd_instance *inst, const void *ctx, uint32_t block)
     cd_particle_block(inst, block, &begin, &end);
     uint32_t i = begin;
 #ifdef CD_HAVE_AVX2_KERNELS
-    if (cd_solver_simd_avx2()) /* the same bits, 8 at a time */
+    if (cd_solver_path_has_avx2()) /* the same bits, 8 at a time */
         i = cd_tethers_avx2(pos, anchor, length, begin, end);
 #endif
     for (; i < end; i++) {

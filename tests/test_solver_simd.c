@@ -1,12 +1,14 @@
-/* The distance solve's colouring and its two kernels (solver/colour.c,
- * solver/distance.c, solver/distance_avx2.c): every colour holds
- * constraints that share no particle, padded with inert slots to a
- * multiple of 8; the path is chosen from the CPU and can be forced; the
- * AVX2 kernels and the scalar reference hang the same curtain, bit for bit
- * today (the kernels do the reference's IEEE operations in its order). A
+/* The distance solve's colouring and its kernels (solver/colour.c,
+ * solver/distance.c, solver/distance_avx2.c, solver/distance_avx512.c):
+ * every colour holds constraints that share no particle, padded with inert
+ * slots to a multiple of 8; the path is chosen from the CPU and can be
+ * forced; the AVX2 and AVX-512 kernels and the scalar reference hang the
+ * same curtain, bit for bit today (the kernels do the reference's IEEE
+ * operations in its order). A
  * fused (FMA) variant measured 13-29 mm apart after 200 steps of a curtain
  * in wind: rounding differences grow in a swinging cloth, so a future
  * path that rounds differently needs a statistical comparison instead. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../solver/internal.h"
@@ -16,6 +18,26 @@ static bool cpu_has_avx2(void)
 {
     return __builtin_cpu_supports("avx2");
 }
+
+static bool cpu_has_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+
+/* The vector paths, each with its kernels and whether this CPU runs them. */
+typedef struct vector_path {
+    const char *name;
+    cd_seed_kernel *seed;
+    cd_xpbd_kernel *xpbd;
+    bool (*runs)(void);
+} vector_path;
+
+static const vector_path vector_paths[] = {
+    {"avx2", cd_solve_seed_avx2, cd_solve_xpbd_avx2, cpu_has_avx2},
+    {"avx512", cd_solve_seed_avx512, cd_solve_xpbd_avx512, cpu_has_avx512},
+};
+#define VECTOR_PATHS (sizeof vector_paths / sizeof vector_paths[0])
 
 /* Every colour: aligned, padded, no particle twice, padding inert; every
  * group's colours together hold exactly its constraints. */
@@ -137,19 +159,31 @@ Test(solver_simd, a_vertex_of_degree_100_should_get_100_colours_beyond_the_first
     cd_instance_free(inst);
 }
 
-Test(solver_simd, the_path_should_follow_the_cpu_and_be_forced_to_scalar)
+Test(solver_simd, the_path_should_follow_the_cpu_and_be_forced_to_any_it_has)
 {
-    /* The unit tests run without CLOTHD_SIMD: the CPU decides. */
-    const char *env = getenv("CLOTHD_SIMD");
-    if (env == NULL || strcmp(env, "scalar") != 0)
-        cr_assert_str_eq(cd_solver_simd_path(), cpu_has_avx2() ? "avx2" : "scalar");
+    /* The unit tests run without CLOTHD_SIMD: the CPU decides, the widest
+     * path first. */
+    const char *best = cpu_has_avx512() ? "avx512" : cpu_has_avx2() ? "avx2" : "scalar";
+    if (getenv("CLOTHD_SIMD") == NULL)
+        cr_assert_str_eq(cd_solver_simd_path(), best);
     cr_assert(cd_solver_select_simd("scalar"));
     cr_assert_str_eq(cd_solver_simd_path(), "scalar");
-    cr_assert_not(cd_solver_select_simd("avx512"), "no such path");
+    cr_assert_not(cd_solver_path_has_avx2(), "the other stages run their scalar loops");
+    cr_assert_not(cd_solver_select_simd("avx1024"), "no such path");
+    cr_assert_not(cd_solver_select_simd("AVX2"), "names are exact");
     cr_assert_not(cd_solver_select_simd(NULL));
     cr_assert_str_eq(cd_solver_simd_path(), "scalar", "a refused name changes nothing");
-    cr_assert_eq(cd_solver_select_simd("avx2"), cpu_has_avx2());
-    cr_assert_str_eq(cd_solver_simd_path(), cpu_has_avx2() ? "avx2" : "scalar");
+    for (size_t p = 0; p < VECTOR_PATHS; p++) {
+        const bool runs = vector_paths[p].runs();
+        cr_assert_eq(cd_solver_select_simd(vector_paths[p].name), runs, "%s",
+                     vector_paths[p].name);
+        cr_assert_str_eq(cd_solver_simd_path(), runs ? vector_paths[p].name : "scalar");
+        /* AVX-512 CPUs have AVX2: aero, integration and tethers keep their
+         * AVX2 kernels on either vector path. */
+        cr_assert_eq(cd_solver_path_has_avx2(), runs, "%s", vector_paths[p].name);
+        cr_assert(cd_solver_select_simd("scalar"));
+    }
+    cr_assert(cd_solver_select_simd(best));
 }
 
 #define AGREE_N 64
@@ -186,105 +220,217 @@ static float *hang(const char *path, bool seed, float *strain)
 
 static void check_agreement(bool seed)
 {
-    if (!cpu_has_avx2())
-        cr_skip_test("this CPU has no AVX2: nothing to compare the reference with");
-    float strain_ref, strain_simd;
+    char before[16];
+    snprintf(before, sizeof before, "%s", cd_solver_simd_path());
+    float strain_ref;
     float *ref = hang("scalar", seed, &strain_ref);
-    float *simd = hang("avx2", seed, &strain_simd);
-    double worst = 0.0;
-    for (size_t i = 0; i < 3u * AGREE_N * AGREE_N; i++)
-        worst = fmax(worst, fabs((double)ref[i] - simd[i]));
-    cr_log_info("%s: positions within %.3g m, strain %.6f vs %.6f", seed ? "seed" : "xpbd", worst,
-                (double)strain_ref, (double)strain_simd);
-    cr_assert_eq(memcmp(ref, simd, 3u * AGREE_N * AGREE_N * sizeof(float)), 0,
-                 "positions differ by up to %.3g m", worst);
-    cr_assert_eq(strain_simd, strain_ref, "max strain %.9f (avx2) vs %.9f (scalar)",
-                 (double)strain_simd, (double)strain_ref);
     cr_assert_gt(strain_ref, 0.0f);
+    int compared = 0;
+    for (size_t p = 0; p < VECTOR_PATHS; p++) {
+        const char *path = vector_paths[p].name;
+        if (!vector_paths[p].runs())
+            continue;
+        float strain_simd;
+        float *simd = hang(path, seed, &strain_simd);
+        double worst = 0.0;
+        for (size_t i = 0; i < 3u * AGREE_N * AGREE_N; i++)
+            worst = fmax(worst, fabs((double)ref[i] - simd[i]));
+        cr_log_info("%s on %s: positions within %.3g m, strain %.6f vs %.6f",
+                    seed ? "seed" : "xpbd", path, worst, (double)strain_ref, (double)strain_simd);
+        cr_assert_eq(memcmp(ref, simd, 3u * AGREE_N * AGREE_N * sizeof(float)), 0,
+                     "%s: positions differ by up to %.3g m", path, worst);
+        cr_assert_eq(strain_simd, strain_ref, "max strain %.9f (%s) vs %.9f (scalar)",
+                     (double)strain_simd, path, (double)strain_ref);
+        free(simd);
+        compared++;
+    }
     free(ref);
-    free(simd);
+    cr_assert(cd_solver_select_simd(before));
+    if (compared == 0)
+        cr_skip_test("this CPU has no AVX2: nothing to compare the reference with");
 }
 
-Test(solver_simd, seed_curtain_in_wind_should_hang_bit_identically_on_avx2_and_scalar)
+Test(solver_simd, seed_curtain_in_wind_should_hang_bit_identically_on_every_path)
 {
     check_agreement(true);
 }
 
-Test(solver_simd, xpbd_curtain_in_wind_should_hang_bit_identically_on_avx2_and_scalar)
+Test(solver_simd, xpbd_curtain_in_wind_should_hang_bit_identically_on_every_path)
 {
     check_agreement(false);
 }
 
-/* The AVX2 kernels against the reference on one block of each shape the
- * kernel treats its own way (distance_avx2.c): runs, the two windows of 16
- * consecutive particles (a grid row's structural and bending links) and
- * scattered ends, each constraint with its own rest length, multiplier and
- * masses, so that a lane dealt to the wrong slot shows. Bit for bit, for
- * the seed's projection and for XPBD (positions and multipliers). */
-#define KERNEL_PARTICLES 64
-static void kernel_case(const uint32_t a[8], const uint32_t b[8])
+/* The vector kernels against the reference on every block shape they treat
+ * their own way (distance_avx2.c, distance_avx512.c): runs of consecutive
+ * ends, whole or per half block; the two windows of consecutive particles
+ * (a grid row's structural and bending links), whole or per half block;
+ * scattered ends; mixtures of those. Each constraint has its own rest
+ * length, multiplier and masses, so that a lane dealt to the wrong slot
+ * shows, and every shape holds lanes the reference skips: both ends pinned
+ * (wsum 0, and XPBD's zero denominator with alpha~ = 0) and coincident
+ * ends. Each shape runs over its whole range and over every range that
+ * starts on a block of 8 and ends anywhere (tails of 1..15 lanes); the
+ * slots outside the range name particles 6 GB past the array, which a
+ * lane that loaded or stored them would fault on (or show). Bit for bit,
+ * the seed's projection and XPBD: positions and multipliers. */
+#define KERNEL_PARTICLES 128
+#define KERNEL_SLOTS 32
+#define FAR_AWAY 0x20000000u /* times 12 bytes: far outside the positions */
+
+typedef struct kernel_shape {
+    const char *name;
+    uint32_t slots; /* 16 or 32 */
+    uint32_t a[KERNEL_SLOTS], b[KERNEL_SLOTS];
+} kernel_shape;
+
+/* Slots [from, from + 8) as a window of 16 particles from `first`: pairs
+ * 0-1 2-3 ... (step 1) or quads 0-2 1-3 4-6 ... (step 2). */
+static void window_half(kernel_shape *s, uint32_t from, uint32_t first, uint32_t step)
 {
-    float pos0[3 * KERNEL_PARTICLES], w[KERNEL_PARTICLES];
+    for (uint32_t j = 0; j < 8; j++) {
+        s->a[from + j] = first + (step == 1 ? 2 * j : 4 * (j / 2) + j % 2);
+        s->b[from + j] = s->a[from + j] + step;
+    }
+}
+
+static void run_half(uint32_t *ends, uint32_t from, uint32_t first)
+{
+    for (uint32_t j = 0; j < 8; j++)
+        ends[from + j] = first + j;
+}
+
+static void copy_half(uint32_t *ends, uint32_t from, const uint32_t loose[8])
+{
+    memcpy(ends + from, loose, 8 * sizeof *ends);
+}
+
+/* Pinned particles are i % 7 == 3: 3 - 10, 24 - 59 and 66 - 101 have both
+ * ends pinned. */
+static const uint32_t loose_a[16] = {1, 40, 7, 22, 3, 60, 11, 50, 90, 115, 27, 81, 70, 125, 33, 100};
+static const uint32_t loose_b[16] = {2, 41, 9, 35, 10, 5, 13, 48, 91, 64, 107, 82, 126, 17, 122, 111};
+static const uint32_t loose_c[16] = {2, 41, 99, 35, 63, 5, 117, 48, 70, 1, 88, 120, 30, 77, 104, 56};
+
+static uint32_t kernel_shapes(kernel_shape *s)
+{
+    uint32_t n = 0;
+    s[n] = (kernel_shape){.name = "runs of 16", .slots = 16};
+    run_half(s[n].a, 0, 8), run_half(s[n].a, 8, 16);
+    run_half(s[n].b, 0, 43), run_half(s[n].b, 8, 51); /* a + 35: pinned with pinned */
+    s[++n] = (kernel_shape){.name = "runs per half", .slots = 16};
+    run_half(s[n].a, 0, 0), run_half(s[n].a, 8, 60);
+    run_half(s[n].b, 0, 21), run_half(s[n].b, 8, 95);
+    s[++n] = (kernel_shape){.name = "pairs window", .slots = 16};
+    window_half(&s[n], 0, 16, 1), window_half(&s[n], 8, 32, 1);
+    s[++n] = (kernel_shape){.name = "quads window", .slots = 16};
+    window_half(&s[n], 0, 64, 2), window_half(&s[n], 8, 80, 2);
+    s[++n] = (kernel_shape){.name = "pairs per half", .slots = 16};
+    window_half(&s[n], 0, 0, 1), window_half(&s[n], 8, 33, 1);
+    s[++n] = (kernel_shape){.name = "quads per half", .slots = 16};
+    window_half(&s[n], 0, 100, 2), window_half(&s[n], 8, 50, 2);
+    s[++n] = (kernel_shape){.name = "a window half and a loose one", .slots = 16};
+    window_half(&s[n], 0, 16, 1);
+    copy_half(s[n].a, 8, (const uint32_t[8]){1, 40, 7, 99, 3, 60, 11, 50});
+    copy_half(s[n].b, 8, (const uint32_t[8]){2, 41, 9, 35, 10, 5, 13, 48});
+    s[++n] = (kernel_shape){.name = "a run and loose b", .slots = 16};
+    run_half(s[n].a, 0, 8), run_half(s[n].a, 8, 16);
+    copy_half(s[n].b, 0, loose_c), copy_half(s[n].b, 8, loose_c + 8);
+    s[++n] = (kernel_shape){.name = "loose a and a run", .slots = 16};
+    copy_half(s[n].a, 0, loose_c), copy_half(s[n].a, 8, loose_c + 8);
+    run_half(s[n].b, 0, 8), run_half(s[n].b, 8, 16);
+    s[++n] = (kernel_shape){.name = "loose", .slots = 16};
+    copy_half(s[n].a, 0, loose_a), copy_half(s[n].a, 8, loose_a + 8);
+    copy_half(s[n].b, 0, loose_b), copy_half(s[n].b, 8, loose_b + 8);
+    s[++n] = (kernel_shape){.name = "two windows", .slots = 32};
+    window_half(&s[n], 0, 0, 1), window_half(&s[n], 8, 16, 1);
+    window_half(&s[n], 16, 64, 2), window_half(&s[n], 24, 80, 2);
+    return n + 1;
+}
+
+/* The shape is a colour: no particle twice, all in the array. */
+static void check_shape(const kernel_shape *s)
+{
+    bool seen[KERNEL_PARTICLES] = {false};
+    for (uint32_t i = 0; i < 2 * s->slots; i++) {
+        const uint32_t p = i < s->slots ? s->a[i] : s->b[i - s->slots];
+        cr_assert_lt(p, KERNEL_PARTICLES, "%s", s->name);
+        cr_assert_not(seen[p], "%s: particle %u twice", s->name, p);
+        seen[p] = true;
+    }
+}
+
+/* Slots [begin, end) of `s` on the reference and on `path`, projecting
+ * the seed's way (xpbd false) or XPBD's with alpha~. */
+static void kernel_range(const vector_path *path, const kernel_shape *s, uint32_t begin,
+                         uint32_t end, bool xpbd, float alpha)
+{
+    const size_t bytes = 3 * KERNEL_PARTICLES * sizeof(float);
+    float *start = malloc(bytes), *ref = malloc(bytes), *simd = malloc(bytes);
+    cr_assert(start != NULL && ref != NULL && simd != NULL);
     uint32_t seed = 12345;
     for (int i = 0; i < 3 * KERNEL_PARTICLES; i++) {
         seed = seed * 1664525u + 1013904223u;
-        pos0[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
+        start[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
     }
+    memcpy(&start[3 * s->b[5]], &start[3 * s->a[5]], 3 * sizeof(float)); /* coincident */
+    float w[KERNEL_PARTICLES];
     for (int i = 0; i < KERNEL_PARTICLES; i++)
-        w[i] = i % 7 == 3 ? 0.0f : 0.5f + 0.25f * (float)(i % 5); /* some pinned */
-    cd_constraints c = {0};
-    uint32_t ca[8] __attribute__((aligned(32))), cb[8] __attribute__((aligned(32)));
-    float rest[8] __attribute__((aligned(32))), lambda[2][8] __attribute__((aligned(32)));
-    for (int l = 0; l < 8; l++) {
-        ca[l] = a[l];
-        cb[l] = b[l];
+        w[i] = i % 7 == 3 ? 0.0f : 0.5f + 0.25f * (float)(i % 5);
+    uint32_t ca[KERNEL_SLOTS] __attribute__((aligned(64)));
+    uint32_t cb[KERNEL_SLOTS] __attribute__((aligned(64)));
+    float rest[KERNEL_SLOTS] __attribute__((aligned(64)));
+    float lambda_ref[KERNEL_SLOTS] __attribute__((aligned(64)));
+    float lambda_simd[KERNEL_SLOTS] __attribute__((aligned(64)));
+    for (uint32_t l = 0; l < KERNEL_SLOTS; l++) {
+        const bool in = l >= begin && l < end;
+        ca[l] = in ? s->a[l] : FAR_AWAY;
+        cb[l] = in ? s->b[l] : FAR_AWAY + 1;
         rest[l] = 0.05f + 0.01f * (float)l;
-        lambda[0][l] = lambda[1][l] = 0.001f * (float)(l + 1);
+        lambda_ref[l] = lambda_simd[l] = 0.001f * (float)(l + 1);
     }
-    c.a = ca;
-    c.b = cb;
-    c.rest = rest;
-    c.slots = 8;
-    for (int xpbd = 0; xpbd < 2; xpbd++) {
-        float ref[3 * KERNEL_PARTICLES], simd[3 * KERNEL_PARTICLES];
-        memcpy(ref, pos0, sizeof ref);
-        memcpy(simd, pos0, sizeof simd);
-        float lambda_ref[8] __attribute__((aligned(32))), lambda_simd[8] __attribute__((aligned(32)));
-        memcpy(lambda_ref, lambda[0], sizeof lambda_ref);
-        memcpy(lambda_simd, lambda[1], sizeof lambda_simd);
-        if (xpbd) {
-            c.lambda = lambda_ref;
-            cd_solve_xpbd_scalar(ref, w, &c, 0, 8, 0.3f);
-            c.lambda = lambda_simd;
-            cd_solve_xpbd_avx2(simd, w, &c, 0, 8, 0.3f);
-            cr_assert_eq(memcmp(lambda_ref, lambda_simd, sizeof lambda_ref), 0,
-                         "a = %u.. b = %u..: multipliers differ", a[0], b[0]);
-        } else {
-            cd_solve_seed_scalar(ref, w, &c, 0, 8, 0.7f);
-            cd_solve_seed_avx2(simd, w, &c, 0, 8, 0.7f);
-        }
-        cr_assert_eq(memcmp(ref, simd, sizeof ref), 0, "a = %u.. b = %u.. (%s): positions differ",
-                     a[0], b[0], xpbd ? "xpbd" : "seed");
-        cr_assert_neq(memcmp(ref, pos0, sizeof ref), 0, "the block moved something");
+    cd_constraints c = {.a = ca, .b = cb, .rest = rest, .slots = KERNEL_SLOTS};
+    memcpy(ref, start, bytes);
+    memcpy(simd, start, bytes);
+    if (xpbd) {
+        c.lambda = lambda_ref;
+        cd_solve_xpbd_scalar(ref, w, &c, begin, end, alpha);
+        c.lambda = lambda_simd;
+        path->xpbd(simd, w, &c, begin, end, alpha);
+        cr_assert_eq(memcmp(lambda_ref, lambda_simd, sizeof lambda_ref), 0,
+                     "%s, %s, slots %u..%u: multipliers differ", path->name, s->name, begin, end);
+    } else {
+        path->seed(simd, w, &c, begin, end, 0.7f);
+        cd_solve_seed_scalar(ref, w, &c, begin, end, 0.7f);
     }
+    cr_assert_eq(memcmp(ref, simd, bytes), 0,
+                 "%s, %s, slots %u..%u (%s): positions differ", path->name, s->name, begin, end,
+                 xpbd ? "xpbd" : "seed");
+    if (begin == 0 && end == s->slots)
+        cr_assert_neq(memcmp(ref, start, bytes), 0,
+                      "%s: the block moved something", s->name);
+    free(start);
+    free(ref);
+    free(simd);
 }
 
 Test(solver_simd, every_block_shape_should_project_as_the_reference)
 {
-    if (!cpu_has_avx2())
+    kernel_shape shapes[16];
+    const uint32_t count = kernel_shapes(shapes);
+    int tested = 0;
+    for (size_t p = 0; p < VECTOR_PATHS; p++) {
+        if (!vector_paths[p].runs())
+            continue;
+        tested++;
+        for (uint32_t k = 0; k < count; k++) {
+            check_shape(&shapes[k]);
+            for (uint32_t begin = 0; begin < shapes[k].slots; begin += 8)
+                for (uint32_t end = begin + 1; end <= shapes[k].slots; end++) {
+                    kernel_range(&vector_paths[p], &shapes[k], begin, end, false, 0.0f);
+                    kernel_range(&vector_paths[p], &shapes[k], begin, end, true, 0.3f);
+                    kernel_range(&vector_paths[p], &shapes[k], begin, end, true, 0.0f);
+                }
+        }
+    }
+    if (tested == 0)
         cr_skip_test("this CPU has no AVX2: nothing to compare the reference with");
-    static const uint32_t run_a[8] = {8, 9, 10, 11, 12, 13, 14, 15};
-    static const uint32_t run_b[8] = {24, 25, 26, 27, 28, 29, 30, 31};
-    static const uint32_t pairs_a[8] = {16, 18, 20, 22, 24, 26, 28, 30};
-    static const uint32_t pairs_b[8] = {17, 19, 21, 23, 25, 27, 29, 31};
-    static const uint32_t quads_a[8] = {32, 33, 36, 37, 40, 41, 44, 45};
-    static const uint32_t quads_b[8] = {34, 35, 38, 39, 42, 43, 46, 47};
-    static const uint32_t loose_a[8] = {1, 40, 7, 22, 3, 60, 11, 50};
-    static const uint32_t loose_b[8] = {2, 41, 9, 35, 63, 5, 13, 48};
-    kernel_case(run_a, run_b);
-    kernel_case(pairs_a, pairs_b);
-    kernel_case(quads_a, quads_b);
-    kernel_case(loose_a, loose_b);
-    static const uint32_t other_b[8] = {2, 41, 19, 35, 63, 5, 17, 48}; /* none of 8..15 */
-    kernel_case(run_a, other_b);
 }
