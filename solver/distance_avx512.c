@@ -60,6 +60,7 @@ typedef struct block {
     __m512 wa, wb;
     __m512 dx, dy, dz, d2;
     __mmask16 live; /* the lanes in [begin, end) */
+    uint32_t lanes; /* how many: the first ones */
     bool run_a, run_b;
     enum window_shape window;
 } block;
@@ -206,26 +207,73 @@ AVX512_INLINE void load_window(block *k, const float *pos, const float *w, uint3
     deal(k->window, _mm512_loadu_ps(w + f0), _mm512_loadu_ps(w + f1), &k->wa, &k->wb);
 }
 
-/* x, y, z and the inverse mass of the live lanes' particles idx (0 in the
- * others, which read nothing). */
-AVX512_INLINE void gather_ends(const float *pos, const float *w, __m512i idx, __mmask16 live,
-                               __m512 *x, __m512 *y, __m512 *z, __m512 *wi)
+/* x, y, z and the inverse mass of the particles idx[0..lanes) (0 in the
+ * other lanes, which read nothing): each particle one masked load of its
+ * 12 bytes (never the neighbour's x, which another thread may be
+ * writing), 4 of them to a register (particle l in lane l / 4 of r[l % 4])
+ * and a 4 x 4 transpose within each 128-bit lane. */
+AVX512_INLINE void load_ends(const float *pos, const float *w, const uint32_t *idx, __m512i vidx,
+                             __mmask16 live, uint32_t lanes, __m512 *x, __m512 *y, __m512 *z,
+                             __m512 *wi)
 {
-    const __m512 zero = _mm512_setzero_ps();
-    const __m512i i3 = _mm512_add_epi32(_mm512_add_epi32(idx, idx), idx);
-    *x = _mm512_mask_i32gather_ps(zero, live, i3, pos, 4);
-    *y = _mm512_mask_i32gather_ps(zero, live, i3, pos + 1, 4);
-    *z = _mm512_mask_i32gather_ps(zero, live, i3, pos + 2, 4);
-    *wi = _mm512_mask_i32gather_ps(zero, live, idx, w, 4);
+    __m512 r[4];
+    if (lanes >= WIDE) {
+#define P(l) _mm_maskz_loadu_ps(0x7, &pos[3 * (size_t)idx[l]])
+#define ROW(q)                                                                                     \
+    _mm512_insertf32x4(                                                                            \
+        _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(P(q)), P((q) + 4), 1),       \
+                           P((q) + 8), 2),                                                         \
+        P((q) + 12), 3)
+        r[0] = ROW(0), r[1] = ROW(1), r[2] = ROW(2), r[3] = ROW(3);
+#undef ROW
+#undef P
+    } else {
+        float in[4 * WIDE] __attribute__((aligned(64))) = {0};
+        for (uint32_t l = 0; l < lanes; l++)
+            _mm_store_ps(in + 16 * (l % 4) + 4 * (l / 4),
+                         _mm_maskz_loadu_ps(0x7, &pos[3 * (size_t)idx[l]]));
+        for (uint32_t q = 0; q < 4; q++)
+            r[q] = _mm512_load_ps(in + 16 * q);
+    }
+    const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]); /* x0 x1 y0 y1 | x4 x5 y4 y5 | ... */
+    const __m512 t1 = _mm512_unpackhi_ps(r[0], r[1]); /* z0 z1 .. .. | ... */
+    const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]);
+    const __m512 t3 = _mm512_unpackhi_ps(r[2], r[3]);
+    *x = _mm512_shuffle_ps(t0, t2, 0x44);
+    *y = _mm512_shuffle_ps(t0, t2, 0xEE);
+    *z = _mm512_shuffle_ps(t1, t3, 0x44);
+    *wi = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, vidx, w, 4);
 }
 
-AVX512_INLINE void scatter_ends(float *pos, __m512i idx, __mmask16 moved, __m512 x, __m512 y,
-                                __m512 z)
+/* Stores x, y, z of the particles idx[0..lanes) one by one: 12 bytes each
+ * (a masked store), never the neighbour's x. The 4 x 4 transposes within
+ * each 128-bit lane give particle l in lane l / 4 of r[l % 4]. */
+AVX512_INLINE void store_ends(float *pos, const uint32_t *idx, uint32_t lanes, __m512 x, __m512 y,
+                              __m512 z)
 {
-    const __m512i i3 = _mm512_add_epi32(_mm512_add_epi32(idx, idx), idx);
-    _mm512_mask_i32scatter_ps(pos, moved, i3, x, 4);
-    _mm512_mask_i32scatter_ps(pos + 1, moved, i3, y, 4);
-    _mm512_mask_i32scatter_ps(pos + 2, moved, i3, z, 4);
+    const __m512 t0 = _mm512_unpacklo_ps(x, y); /* x0 y0 x1 y1 | x4 y4 x5 y5 | ... */
+    const __m512 t1 = _mm512_unpackhi_ps(x, y); /* x2 y2 x3 y3 | ... */
+    const __m512 t2 = _mm512_unpacklo_ps(z, z); /* z0 z0 z1 z1 | ... */
+    const __m512 t3 = _mm512_unpackhi_ps(z, z);
+    const __m512 r[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xEE),
+                         _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xEE)};
+#define STORE_LANE(l)                                                                              \
+    _mm_mask_storeu_ps(&pos[3 * (size_t)idx[l]], 0x7,                                              \
+                       (l) < 4 ? _mm512_castps512_ps128(r[(l) % 4])                                \
+                               : _mm512_extractf32x4_ps(r[(l) % 4], (l) / 4))
+    if (lanes >= WIDE) {
+        STORE_LANE(0), STORE_LANE(1), STORE_LANE(2), STORE_LANE(3);
+        STORE_LANE(4), STORE_LANE(5), STORE_LANE(6), STORE_LANE(7);
+        STORE_LANE(8), STORE_LANE(9), STORE_LANE(10), STORE_LANE(11);
+        STORE_LANE(12), STORE_LANE(13), STORE_LANE(14), STORE_LANE(15);
+        return;
+    }
+#undef STORE_LANE
+    float out[4 * WIDE] __attribute__((aligned(64)));
+    for (uint32_t q = 0; q < 4; q++)
+        _mm512_store_ps(out + 16 * q, r[q]);
+    for (uint32_t l = 0; l < lanes; l++)
+        _mm_mask_storeu_ps(&pos[3 * (size_t)idx[l]], 0x7, _mm_load_ps(out + 16 * (l % 4) + 4 * (l / 4)));
 }
 
 /* Loads the block of slots a[0..lanes) b[0..lanes), lanes in 1..16. */
@@ -236,6 +284,7 @@ AVX512_INLINE void load_block(block *k, const float *pos, const float *w, const 
     const __m512i ia = _mm512_maskz_loadu_epi32(live, a);
     const __m512i ib = _mm512_maskz_loadu_epi32(live, b);
     k->live = live;
+    k->lanes = lanes;
     bool run_a = false, run_b = false;
     enum window_shape window = NO_WINDOW;
     if (lanes >= WIDE) {
@@ -256,14 +305,14 @@ AVX512_INLINE void load_block(block *k, const float *pos, const float *w, const 
             k->wa = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w + a[0])),
                                        _mm256_loadu_ps(w + a[8]), 1);
         } else {
-            gather_ends(pos, w, ia, live, &k->xa, &k->ya, &k->za, &k->wa);
+            load_ends(pos, w, a, ia, live, lanes, &k->xa, &k->ya, &k->za, &k->wa);
         }
         if (run_b) {
             load_runs(pos + 3 * (size_t)b[0], pos + 3 * (size_t)b[8], &k->xb, &k->yb, &k->zb);
             k->wb = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w + b[0])),
                                        _mm256_loadu_ps(w + b[8]), 1);
         } else {
-            gather_ends(pos, w, ib, live, &k->xb, &k->yb, &k->zb, &k->wb);
+            load_ends(pos, w, b, ib, live, lanes, &k->xb, &k->yb, &k->zb, &k->wb);
         }
     }
     k->dx = _mm512_sub_ps(k->xb, k->xa);
@@ -304,11 +353,11 @@ AVX512_INLINE void store_block(const block *k, float *pos, const uint32_t *a, co
     if (k->run_a)
         store_runs(pos + 3 * (size_t)a[0], pos + 3 * (size_t)a[8], xa, ya, za);
     else
-        scatter_ends(pos, _mm512_maskz_loadu_epi32(s.valid, a), s.valid, xa, ya, za);
+        store_ends(pos, a, k->lanes, xa, ya, za);
     if (k->run_b)
         store_runs(pos + 3 * (size_t)b[0], pos + 3 * (size_t)b[8], xb, yb, zb);
     else
-        scatter_ends(pos, _mm512_maskz_loadu_epi32(s.valid, b), s.valid, xb, yb, zb);
+        store_ends(pos, b, k->lanes, xb, yb, zb);
 }
 
 AVX512_INLINE scales seed_scales(const block *q, const float *rest, __m512 vk)
@@ -347,11 +396,24 @@ AVX512_INLINE scales xpbd_scales(const block *q, const float *rest, float *lambd
     return (scales){_mm512_mul_ps(s, q->wa), _mm512_mul_ps(s, q->wb), valid};
 }
 
+/* Blocks go two at a time, as with AVX2 (distance_avx2.c says why): each
+ * block's sqrt and two divisions are a chain of ~60 cycles that the CPU
+ * does not overlap with the next block's on its own. */
 #define CD_SOLVE_RANGE(SCALES_OF)                                                             \
-    for (uint32_t i = begin; i < end; i += WIDE) {                                            \
+    uint32_t i = begin;                                                                       \
+    for (; i + WIDE < end; i += 2 * WIDE) {                                                   \
+        const uint32_t j = i + WIDE;                                                          \
+        block q0, q1;                                                                         \
+        load_block(&q0, pos, w, c->a + i, c->b + i, WIDE);                                    \
+        load_block(&q1, pos, w, c->a + j, c->b + j, end - j);                                 \
+        const scales s0 = SCALES_OF(q0, i), s1 = SCALES_OF(q1, j);                            \
+        store_block(&q0, pos, c->a + i, c->b + i, s0);                                        \
+        store_block(&q1, pos, c->a + j, c->b + j, s1);                                        \
+    }                                                                                         \
+    if (i < end) {                                                                            \
         block q;                                                                              \
         load_block(&q, pos, w, c->a + i, c->b + i, end - i);                                  \
-        store_block(&q, pos, c->a + i, c->b + i, SCALES_OF(q, i));                            \
+        store_block(&q, pos, c->a + i, c->b + i, SCALES_OF(q, i));                           \
     }
 
 AVX512 void cd_solve_seed_avx512(float *restrict pos, const float *restrict w,
