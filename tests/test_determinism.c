@@ -387,7 +387,8 @@ Test(determinism, positions_should_hash_the_same_with_1_or_4_workers_or_none, .t
 }
 
 /* Within one SIMD path (solver.h: cd_solver_simd_path), 1, 2 and 4 workers
- * give the same bits; the scalar reference and the AVX2 kernels each. */
+ * give the same bits; the scalar reference, the AVX2 and the AVX-512
+ * kernels each. */
 static void check_path(const char *path)
 {
     cr_assert(cd_solver_select_simd(path), "%s", path);
@@ -413,6 +414,13 @@ Test(determinism, avx2_path_should_hash_the_same_with_1_2_or_4_workers, .timeout
     if (!__builtin_cpu_supports("avx2"))
         cr_skip_test("this CPU has no AVX2: the scalar path is the only one");
     check_path("avx2");
+}
+
+Test(determinism, avx512_path_should_hash_the_same_with_1_2_or_4_workers, .timeout = 60)
+{
+    if (!cd_solver_select_simd("avx512"))
+        cr_skip_test("this CPU has no AVX-512 (F, VL, BW, DQ)");
+    check_path("avx512");
 }
 
 Test(determinism, same_scene_should_hash_the_same_in_two_worlds)

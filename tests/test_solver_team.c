@@ -216,7 +216,8 @@ static void same_bits_with_any_helpers(bool compliant, bool coupled)
     cr_assert_gt(helped_in_all, 0u, "no helper ran a block");
 }
 
-static const char *const paths_of_team[] = {"scalar", "avx2"};
+static const char *const paths_of_team[] = {"scalar", "avx2", "avx512"};
+#define TEAM_PATHS (sizeof paths_of_team / sizeof paths_of_team[0])
 
 /* A skinned mesh garment with self-collision: the same bits too. */
 Test(solver_team, a_large_skinned_garment_should_step_to_the_same_bits_with_0_to_3_helpers,
@@ -249,9 +250,9 @@ Test(solver_team, a_large_material_soft_body_should_step_to_the_same_bits_with_0
 Test(solver_team, a_large_cloth_should_step_to_the_same_bits_with_0_to_3_helpers, .timeout = 120)
 {
     const char *path = cd_solver_simd_path();
-    for (int p = 0; p < 2; p++) {
+    for (size_t p = 0; p < TEAM_PATHS; p++) {
         if (!cd_solver_select_simd(paths_of_team[p]))
-            continue; /* a CPU without AVX2 */
+            continue; /* a CPU without AVX2 or AVX-512 */
         same_bits_with_any_helpers(false, false);
         same_bits_with_any_helpers(true, true);
     }
@@ -367,7 +368,7 @@ Test(solver_team, the_aerodynamic_stage_should_give_the_same_bits_with_0_to_3_he
      * parities of rows). */
     const char *path = cd_solver_simd_path();
     const cd_wind_model models[] = {CD_WIND_AERO, CD_WIND_DRAG_LIFT};
-    for (int p = 0; p < 2; p++) {
+    for (size_t p = 0; p < TEAM_PATHS; p++) {
         if (!cd_solver_select_simd(paths_of_team[p]))
             continue;
         for (int m = 0; m < 2; m++) {
