@@ -28,7 +28,7 @@ class StatsCommandTest(unittest.TestCase):
         self.addCleanup(c.close)
         before = c.request("stats")
         self.assertEqual(before["version"], srv.version)
-        self.assertIn(before["simd"], ("scalar", "avx2"))
+        self.assertIn(before["simd"], ("scalar", "avx2", "avx512"))
         self.assertEqual(before["workers"], 2)
         self.assertEqual(before["connections"], {"current": 1, "total": 1, "refused": 0, "limit": 9})
         self.assertEqual(before["steps"]["total"], 0)
@@ -112,7 +112,7 @@ class PrometheusTest(unittest.TestCase):
         self.assertEqual(len(info), 1)
         labels = dict(info[0][1])
         self.assertEqual(labels["version"], srv.version)
-        self.assertIn(labels["simd"], ("scalar", "avx2"))
+        self.assertIn(labels["simd"], ("scalar", "avx2", "avx512"))
         for code in CODES:
             self.assertEqual(sample(before, "clothd_errors_total", code=code), 0)
         for cmd in COMMANDS:

@@ -63,16 +63,27 @@ class StatusTest(unittest.TestCase):
             self.assertEqual(c.step()["stepped"], 2)
 
 
-    def test_status_should_report_the_simd_path_the_cpu_allows_or_the_forced_scalar(self):
+    def test_status_should_report_the_widest_simd_path_the_cpu_allows_or_the_forced_one(self):
         with open("/proc/cpuinfo") as f:
             flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+        avx512 = all(f in flags for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq"))
+        best = "avx512" if avx512 else "avx2" if "avx2" in flags else "scalar"
         srv = fresh_server(self, workers=2)
         with srv.client() as c:
-            self.assertEqual(c.status()["simd"], "avx2" if "avx2" in flags else "scalar")
-        with mock.patch.dict(os.environ, {"CLOTHD_SIMD": "scalar"}):
-            forced = fresh_server(self, workers=2)
-        with forced.client() as c:
-            self.assertEqual(c.status()["simd"], "scalar")
+            self.assertEqual(c.status()["simd"], best)
+        runs = {"scalar": True, "avx2": "avx2" in flags, "avx512": avx512}
+        for path in (p for p, ok in runs.items() if ok):
+            with mock.patch.dict(os.environ, {"CLOTHD_SIMD": path}):
+                forced = fresh_server(self, workers=2)
+            with forced.client() as c:
+                self.assertEqual(c.status()["simd"], path)
+        # A path this CPU (or any) lacks is refused: the widest one runs, and stderr says so.
+        with mock.patch.dict(os.environ, {"CLOTHD_SIMD": "avx1024"}):
+            refused = fresh_server(self, workers=2)
+        with refused.client() as c:
+            self.assertEqual(c.status()["simd"], best)
+        self.assertIn(f"CLOTHD_SIMD=avx1024: no such path on this CPU or build; using {best}",
+                      refused.stderr())
 
 
 if __name__ == "__main__":
