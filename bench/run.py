@@ -138,6 +138,16 @@ class Engine:
 LOAD_BEFORE = "?"
 
 
+def cpu_has_avx512():
+    """The CPU has what clothd's "avx512" path needs (AVX-512 F, VL, BW, DQ)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return all(f in flags for f in ("avx512f", "avx512vl", "avx512bw", "avx512dq"))
+
+
 def load_average():
     """The 1-minute load average, as text ("?" where /proc is missing)."""
     try:
@@ -195,16 +205,20 @@ def spread(values):
     return 100.0 * (max(values) - min(values)) / m if m > 0 else 0.0
 
 
-def run_curtain(clothd, bullet, matched, n, samples, log, scalar=None):
+def run_curtain(clothd, bullet, matched, n, samples, log, scalar=None, narrow=None):
     """clothd vs Bullet's idiomatic curtain (`bullet`) and, for information,
     Bullet given clothd's own constraint list (`matched`, may be None); with
     `scalar` (a bench_clothd forced to the scalar kernel), section 7's
-    scalar-vs-SIMD comparison from the same interleaved samples."""
+    scalar-vs-SIMD comparison from the same interleaved samples, and with
+    `narrow` (one forced to "avx2" where clothd runs "avx512") the AVX2
+    kernel beside the AVX-512 one."""
     engines = [("clothd", clothd, ""), ("bullet", bullet, " patch")]
     if matched is not None:
         engines.append(("matched", matched, " matched"))
     if scalar is not None:
         engines.append(("scalar", scalar, ""))
+    if narrow is not None:
+        engines.append(("avx2", narrow, ""))
     log(f"  curtain {n}x{n}: warm-up ...")
     ready = {key: eng.ask(f"curtain {n} {ITERS} {WARMUP_STEPS}{arg}", "READY")
              for key, eng, arg in engines}
@@ -256,7 +270,7 @@ def run_curtain(clothd, bullet, matched, n, samples, log, scalar=None):
         "samples": samples, "steps_per_sample": steps, "warmup_steps": WARMUP_STEPS,
         "strain_steps": STRAIN_STEPS,
     })
-    names = {"matched": "bullet_matched", "scalar": "clothd_scalar"}
+    names = {"matched": "bullet_matched", "scalar": "clothd_scalar", "avx2": "clothd_avx2"}
     for key, _, _ in engines:
         row[f"{names.get(key, key)}_spread_pct"] = round(spread(us[key]), 1)
     for key, _, _ in engines:
@@ -276,6 +290,14 @@ def run_curtain(clothd, bullet, matched, n, samples, log, scalar=None):
             "simd_over_bullet_cpu": round(med_cpu["bullet"] / med_cpu["clothd"], 3),
             "scalar_over_bullet_cpu": round(med_cpu["bullet"] / med_cpu["scalar"], 3),
         })
+        if narrow is not None:
+            row.update({
+                "avx2_simd": ready["avx2"].get("simd", "?"),
+                "clothd_avx2_cpu_us": round(med_cpu["avx2"], 2),
+                "clothd_avx2_strain": round(strain["avx2"], 5),
+                "avx2_projections_per_cpu_s": round(per_cpu("avx2", count["clothd"])),
+                "simd_over_avx2_cpu": round(med_cpu["avx2"] / med_cpu["clothd"], 3),
+            })
         if n == CURTAIN_TARGET_N:
             row["simd_target_projections_per_s"] = SIMD_TARGET_MPS * 1e6
             row["simd_target_bullet_ratio"] = SIMD_TARGET_BULLET
@@ -285,15 +307,15 @@ def run_curtain(clothd, bullet, matched, n, samples, log, scalar=None):
     return row
 
 
-def run_smallsteps(clothd, scalar, log):
+def run_smallsteps(clothd, scalar, log, narrow=None):
     """Section 7b: XPBD with tethers, 8 substeps x 1 iteration, constant wind,
-    on both kernels, SMALLSTEPS_RUNS alternating runs each (median)."""
+    on each kernel, SMALLSTEPS_RUNS alternating runs each (median)."""
     log(f"  simd: XPBD + tethers {SMALLSTEPS[1]} substeps x {SMALLSTEPS[2]} iteration, "
         f"{SMALLSTEPS[0]}² ...")
-    got = {"simd": [], "scalar": []}
+    order = [("simd", clothd), ("scalar", scalar)] + ([("avx2", narrow)] if narrow else [])
+    got = {key: [] for key, _ in order}
     first = None
     for k in range(SMALLSTEPS_RUNS):
-        order = [("simd", clothd), ("scalar", scalar)]
         for key, eng in (order if k % 2 == 0 else order[::-1]):
             r = eng.ask("smallsteps %d %d %d %d" % SMALLSTEPS, "SMALLSTEPS")
             got[key].append(r)
@@ -301,7 +323,12 @@ def run_smallsteps(clothd, scalar, log):
     med = {key: statistics.median(r["cpu_us"] for r in v) for key, v in got.items()}
     proj = first["constraints"] * SMALLSTEPS[1] * SMALLSTEPS[2]
     simd_mps = proj / (med["simd"] * 1e-6)
-    return {
+    narrow_row = {} if narrow is None else {
+        "avx2_simd": got["avx2"][0]["simd"], "avx2_cpu_us": round(med["avx2"], 2),
+        "avx2_projections_per_cpu_s": round(proj / (med["avx2"] * 1e-6)),
+        "avx2_strain": got["avx2"][0]["strain"],
+    }
+    return narrow_row | {
         "case": "smallsteps", "n": SMALLSTEPS[0], "substeps": SMALLSTEPS[1],
         "iters": SMALLSTEPS[2], "steps": SMALLSTEPS[3], "runs": SMALLSTEPS_RUNS,
         "constraints": first["constraints"], "simd": got["simd"][0]["simd"],
@@ -337,6 +364,15 @@ def print_simd(curtains, small):
                         target])
         print(table(["grid", "scalar µs", "SIMD µs", "scalar proj/s", "SIMD proj/s", "Bullet proj/s",
                      "SIMD/scalar", "scalar vs Bullet", "SIMD vs Bullet", "target (64²)"], out))
+        narrow = [c for c in rows if "avx2_projections_per_cpu_s" in c]
+        if narrow:
+            print(f"   beside it, a third bench_clothd forced to \"{narrow[0]['avx2_simd']}\" "
+                  "(CLOTHD_SIMD=avx2), from the same samples:")
+            print(table(["grid", "avx2 µs", f"{rows[0]['simd']} µs", "avx2 proj/s",
+                         f"{rows[0]['simd']} proj/s", f"{rows[0]['simd']}/avx2"],
+                        [[f"{c['n']}²", f"{c['clothd_avx2_cpu_us']:.0f}", f"{c['clothd_cpu_us']:.0f}",
+                          mps(c["avx2_projections_per_cpu_s"]), mps(c["simd_projections_per_cpu_s"]),
+                          f"{c['simd_over_avx2_cpu']:.2f}×"] for c in narrow]))
         print("   µs: thread CPU time per step (whole step). proj/s: constraints x iterations / CPU time.")
         print()
     if small:
@@ -346,9 +382,11 @@ def print_simd(curtains, small):
               f"second half of {r['steps']} steps each)")
         print(table(["path", "µs/step", "M proj/s", "target"],
                     [[r["scalar_simd"], f"{r['scalar_cpu_us']:.0f}",
-                      mps(r["scalar_projections_per_cpu_s"]), "-"],
-                     [r["simd"], f"{r['simd_cpu_us']:.0f}", mps(r["simd_projections_per_cpu_s"]),
-                      f"≥{SMALLSTEPS_TARGET_MPS} M: {r['verdict']}"]]))
+                      mps(r["scalar_projections_per_cpu_s"]), "-"]]
+                    + ([[r["avx2_simd"], f"{r['avx2_cpu_us']:.0f}",
+                         mps(r["avx2_projections_per_cpu_s"]), "-"]] if "avx2_simd" in r else [])
+                    + [[r["simd"], f"{r['simd_cpu_us']:.0f}", mps(r["simd_projections_per_cpu_s"]),
+                        f"≥{SMALLSTEPS_TARGET_MPS} M: {r['verdict']}"]]))
         print("   projections: distance constraints x substeps x iterations (tethers, one per "
               "particle, are extra).")
         print()
@@ -990,15 +1028,20 @@ def main():
         if not args.no_matched:
             matched = Engine("bench_bullet (clothd's list)", os.path.join(args.build, "bench_bullet"))
             engines.append(matched)
-        scalar = None
+        scalar = narrow = None
         if not args.no_simd:
             scalar = Engine("bench_clothd (scalar)", os.path.join(args.build, "bench_clothd"),
                             env={"CLOTHD_SIMD": "scalar"})
             engines.append(scalar)
+            if cpu_has_avx512():  # clothd runs "avx512": the AVX2 kernel beside it
+                narrow = Engine("bench_clothd (avx2)", os.path.join(args.build, "bench_clothd"),
+                                env={"CLOTHD_SIMD": "avx2"})
+                engines.append(narrow)
         log("clothd bench: curtains (clothd vs Bullet) ...")
         meter = CpuMeter(engines)
         for n in sizes:
-            curtains.append(run_curtain(clothd, bullet, matched, n, args.samples, log, scalar))
+            curtains.append(run_curtain(clothd, bullet, matched, n, args.samples, log, scalar,
+                                        narrow))
         others["curtains"] = meter.others()
         bullet.close()
         if matched is not None:
@@ -1028,8 +1071,10 @@ def main():
         others["workers"] = workers["other_load_cores"]
         split = run_split(clothd, args.samples, log)
         if scalar is not None:
-            small = run_smallsteps(clothd, scalar, log)
+            small = run_smallsteps(clothd, scalar, log, narrow)
             scalar.close()
+            if narrow is not None:
+                narrow.close()
         memory = run_memory(clothd)
         if not args.no_aero:
             log("clothd bench: the aerodynamic stage ...")

@@ -689,18 +689,19 @@ cd_step_result cd_instance_step_lod(cd_instance *inst, float dt, cd_vec3 global_
 uint64_t cd_instance_help_ticket(const cd_instance *inst);
 uint64_t cd_instance_help_step(cd_instance *inst, uint64_t ticket);
 
-/* The distance solve's instruction set for this process: "avx2" (8
- * constraints of a colour at a time) or "scalar" (the reference). Chosen
- * once at start-up from the CPU; the environment variable
- * CLOTHD_SIMD=scalar forces the reference. Within one path results are
- * bit-identical whatever the worker count; today the two paths also agree
- * bit for bit (same IEEE operations in the same order), but a future path
- * (fused multiply-adds, AVX-512) may differ in the last bits. */
+/* The distance solve's instruction set for this process: "avx512" (16
+ * constraints of a colour at a time), "avx2" (8) or "scalar" (the
+ * reference). Chosen once at start-up from the CPU, the widest first; the
+ * environment variable CLOTHD_SIMD=scalar|avx2|avx512 forces one the CPU
+ * has (another is refused with a line on stderr). Within one path results
+ * are bit-identical whatever the worker count; today the three paths also
+ * agree bit for bit (same IEEE operations in the same order), but a future
+ * path (fused multiply-adds) may differ in the last bits. */
 const char *cd_solver_simd_path(void);
 
-/* Tests and benches: selects the path by name ("avx2" or "scalar"); false
- * (and no change) when this CPU or build lacks it. Call only while no step
- * runs. */
+/* Tests and benches: selects the path by name ("avx512", "avx2" or
+ * "scalar"); false (and no change) when this CPU or build lacks it. Call
+ * only while no step runs. */
 bool cd_solver_select_simd(const char *name);
 
 /* Bytes the instance owns (particles, constraints, colliders, the struct). */

@@ -700,7 +700,7 @@ export interface StatusReply extends Reply {
 /** The `stats` reply: the server's counters since it started. */
 export interface StatsReply extends Reply {
   version: string;
-  /** The distance solve's SIMD path: "scalar" or "avx2". */
+  /** The distance solve's SIMD path: "scalar", "avx2" or "avx512". */
   simd: string;
   workers: number;
   uptimeSeconds: number;

@@ -1046,7 +1046,7 @@ typedef struct clothd_command_count {
 
 typedef struct clothd_server_stats {
     char version[32];
-    char simd[32];           /* the distance solve's SIMD path: "scalar", "avx2" */
+    char simd[32];           /* the distance solve's SIMD path: "scalar", "avx2", "avx512" */
     uint32_t workers;
     double uptime_seconds;
     struct { uint64_t current, total, refused, limit; } connections;
