@@ -12,11 +12,12 @@
  *   lambda += dl,  pa -= wa dl dx/d,  pb += wb dl dx/d
  * which converges to the same stretch whatever the iteration count.
  *
- * Two implementations: the scalar reference below, and the AVX2 one of
- * distance_avx2.c (8 constraints of a colour at a time), picked once at
- * start-up from the CPU. A colour's constraints share no particle, so both
- * make the same sequence of projections, with the same IEEE operations in
- * the same order: today they give bit-identical positions. */
+ * Three implementations: the scalar reference below, the AVX2 one of
+ * distance_avx2.c (8 constraints of a colour at a time) and the AVX-512
+ * one of distance_avx512.c (16), picked once at start-up from the CPU. A
+ * colour's constraints share no particle, so all make the same sequence
+ * of projections, with the same IEEE operations in the same order: today
+ * they give bit-identical positions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
