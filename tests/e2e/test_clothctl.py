@@ -69,7 +69,7 @@ class ClothctlTest(ServerTestCase):
             self.c.step(instance=cid)
         out = self.ok("stats").splitlines()
         self.assertEqual(len(out), 7, out)
-        self.assertRegex(out[0], r"^clothd 0\.1\.0 \((scalar|avx2), 2 workers\), up \d+\.\d s$")
+        self.assertRegex(out[0], r"^clothd 0\.1\.0 \((scalar|avx2|avx512), 2 workers\), up \d+\.\d s$")
         self.assertRegex(out[1], r"^connections: 2 now, \d+ total, 0 refused \(limit 128\)$")
         self.assertIn(f"steps: {before['steps']['total'] + 3} (", out[3])
         self.assertTrue(out[5].startswith("requests: ") and "stats " in out[5], out[5])
