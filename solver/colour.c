@@ -81,7 +81,7 @@ static uint32_t colour_group(const cd_distance *c, uint32_t begin, uint32_t end,
  * fixed by the instance, never by the threads, so the positions are the
  * same bits on 1 or N workers (and on each SIMD path: the scalar one runs
  * the same sequence). */
-#define CD_PART_PARTICLES 2048u /* the smallest part */
+#define CD_PART_PARTICLES 4096u /* particles a part: 2 parts at least, CD_PARTS_MAX at most */
 #define CD_PARTS_MAX 8u
 /* A mesh whose numbering is not spatial would put most constraints on
  * the boundary, which one thread solves: it keeps the whole-colour
@@ -99,7 +99,8 @@ static uint32_t choose_parts(const cd_instance *inst, uint32_t *part)
     const uint32_t n = inst->particle_count, m = inst->constraint_count;
     uint32_t parts = n / CD_PART_PARTICLES;
     parts = parts < CD_PARTS_MAX ? parts : CD_PARTS_MAX;
-    if (inst->team == NULL || parts < 2) {
+    parts = parts < 2 ? 2 : parts; /* from the team's smallest instance on */
+    if (inst->team == NULL) {
         memset(part, 0, sizeof(uint32_t) * m);
         return 0;
     }

@@ -58,12 +58,12 @@ static uint32_t check_part(const cd_instance *inst, uint32_t p, uint32_t *seen, 
     return count;
 }
 
-Test(solver_parts, a_large_grid_should_be_cut_into_eight_bands_and_a_small_boundary)
+Test(solver_parts, a_large_grid_should_be_cut_into_four_bands_and_a_small_boundary)
 {
     cd_world *world = fx_world();
     cd_instance *cloth = grid(world, 128);
     const cd_constraints *c = &cloth->coloured;
-    cr_assert_eq(c->part_count, 8u, "16,384 particles: parts of 2,048, at most 8");
+    cr_assert_eq(c->part_count, 4u, "16,384 particles: a part per 4,096");
     uint32_t *seen = calloc(cloth->particle_count, sizeof *seen), stamp = 0;
     cr_assert_not_null(seen);
     uint32_t total = 0;
@@ -75,10 +75,10 @@ Test(solver_parts, a_large_grid_should_be_cut_into_eight_bands_and_a_small_bound
     const uint32_t boundary = check_part(cloth, c->part_count, seen, &stamp);
     total += boundary;
     cr_assert_eq(total, cloth->constraint_count, "every constraint in one part or the boundary");
-    /* 7 cuts between bands of 16 rows: each is crossed by the 128 vertical
+    /* 3 cuts between bands of 32 rows: each is crossed by the 128 vertical
      * stretch links, 2 x 127 shear links and 2 x 128 vertical bending
      * links (the two rows on either side) = 638 constraints. */
-    cr_assert_eq(boundary, 7u * 638u, "boundary %u of %u", boundary, cloth->constraint_count);
+    cr_assert_eq(boundary, 3u * 638u, "boundary %u of %u", boundary, cloth->constraint_count);
     free(seen);
     cd_world_destroy(world);
 }
@@ -87,7 +87,8 @@ Test(solver_parts, a_small_cloth_should_have_no_parts)
 {
     cd_world *world = fx_world();
     cr_assert_eq(grid(world, 63)->coloured.part_count, 0u, "3,969 particles take no team");
-    cr_assert_eq(grid(world, 64)->coloured.part_count, 2u, "4,096 particles: two parts");
+    cr_assert_eq(grid(world, 64)->coloured.part_count, 2u, "4,096 particles: two parts at least");
+    cr_assert_eq(grid(world, 256)->coloured.part_count, 8u, "65,536 particles: 8 parts at most");
     cd_world_destroy(world);
 }
 
