@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """clothctl — the console of a running clothd.
 
-    clothctl [--host H] [--port P] [--token-file PATH] [--json] [--timeout S] COMMAND [ARGS]
+    clothctl [--host H] [--port P | --unix PATH] [--token-file PATH] [--json] [--timeout S] COMMAND [ARGS]
     clothctl [-i]                   an interactive session (prompt, history, help)
     clothctl --version              this console's version and the server's
 
@@ -29,7 +29,9 @@ it). With no COMMAND and standard input not a terminal, the lines of the
 input are run one by one without a prompt (`clothctl < script`).
 
 The address comes from --host/--port, else CLOTHD_HOST/CLOTHD_PORT, else
-127.0.0.1:7878. --json prints the server's raw JSON reply lines instead of
+127.0.0.1:7878. --unix PATH (else CLOTHD_UNIX, unless --host or --port
+is given) connects to the Unix socket of a clothd started with
+`--unix PATH` on this host instead; messages then name `unix:PATH`. --json prints the server's raw JSON reply lines instead of
 text (one per request). A member the server did not read (a misspelt
 `set` option) is run past and named on stderr as a warning.
 
@@ -63,6 +65,9 @@ from typing import Any, Dict, List, Optional, Sequence
 # installed, both modules sit side by side in site-packages.
 from clothd import (DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, Client, ClothdError, ClothdWarning, Frame,
                     ProtocolError, Scene, Subscriber, Unauthorized, __version__)
+
+#: The Unix socket path used when neither --unix nor --host/--port is given.
+UNIX_ENV = "CLOTHD_UNIX"
 
 EXIT_OK = 0
 EXIT_SERVER_ERROR = 1
@@ -252,7 +257,7 @@ class Console:
         if self.as_json:
             return self.print_reply()
         access = f" ({self.c.access} access)" if self.c.access else ""
-        self.out(f"pong from {self.c.host}:{self.c.port} in {seconds * 1000:.1f} ms{access}")
+        self.out(f"pong from {self.c.endpoint} in {seconds * 1000:.1f} ms{access}")
 
     def stats(self, args: argparse.Namespace) -> None:
         r = self.c.stats()
@@ -486,7 +491,7 @@ class Console:
             raise UsageError("watch --count must be at least 1")
         sub = Subscriber(self.c.host, self.c.port, args.instances or None, quantize=args.quantize,
                          every=args.every, timeout=self.c.timeout, reconnect=False,
-                         token=self.c.token or "", scene=args.scene)
+                         token=self.c.token or "", scene=args.scene, unix_socket=self.c.unix_socket)
         try:
             sub.connect()
             which = ("instances " + ", ".join(map(str, args.instances))) if args.instances else "every instance"
@@ -545,10 +550,13 @@ def build_parser() -> argparse.ArgumentParser:
     for parser, after in ((p, False), (common, True)):
         def default(value: Any) -> Any:
             return argparse.SUPPRESS if after else value  # noqa: B023
-        parser.add_argument("--host", default=default(os.environ.get("CLOTHD_HOST") or DEFAULT_HOST),
+        parser.add_argument("--host", default=default(None),
                             help="clothd address (default $CLOTHD_HOST or 127.0.0.1)")
         parser.add_argument("--port", type=int, default=default(None),
                             help=f"clothd port (default $CLOTHD_PORT or {DEFAULT_PORT})")
+        parser.add_argument("--unix", metavar="PATH", default=default(None),
+                            help=f"connect to clothd's Unix socket at PATH instead of host:port "
+                                 f"(default ${UNIX_ENV} unless --host or --port is given)")
         parser.add_argument("--json", action="store_true", default=default(False),
                             help="print the raw JSON replies")
         parser.add_argument("--timeout", type=float, default=default(10.0),
@@ -799,10 +807,6 @@ def command_help(parser: argparse.ArgumentParser, topic: Optional[str]) -> str:
             "\n  quit             end the session (or Ctrl-D)")
 
 
-def address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 def print_version(client: Client) -> int:
     """This console's version, then the server's when it answers (its
     hello, or status on a server before hello)."""
@@ -814,7 +818,7 @@ def print_version(client: Client) -> int:
             proto = f", protocol {reply.get('protocol')}"
         else:
             reply, proto = client.status(), ""
-        print(f"server: clothd {reply.get('version')} at {address(client.host, client.port)}{proto}")
+        print(f"server: clothd {reply.get('version')} at {client.endpoint}{proto}")
     except (OSError, ClothdError) as e:
         detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         print(f"server: not reachable ({detail})")
@@ -823,8 +827,7 @@ def print_version(client: Client) -> int:
     return EXIT_OK
 
 
-def run_command(console: Console, parser: argparse.ArgumentParser, args: argparse.Namespace,
-                port: int) -> int:
+def run_command(console: Console, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Runs one parsed command; prints what went wrong; returns the exit code."""
     client = console.c
     try:
@@ -851,7 +854,7 @@ def run_command(console: Console, parser: argparse.ArgumentParser, args: argpars
         if str(e.strerror or "").startswith("cannot connect"):
             print(f"clothctl: {e.strerror}", file=sys.stderr)
         else:
-            print(f"clothctl: connection to clothd at {address(args.host, port)} lost: {e}",
+            print(f"clothctl: connection to clothd at {client.endpoint} lost: {e}",
                   file=sys.stderr)
             client.close()  # the next command connects again
         return EXIT_CONNECT
@@ -870,7 +873,7 @@ def history_file() -> str:
     return os.path.expanduser(os.environ.get(HISTORY_ENV) or HISTORY_FILE)
 
 
-def interactive(console: Console, parser: argparse.ArgumentParser, base: argparse.Namespace, port: int,
+def interactive(console: Console, parser: argparse.ArgumentParser, base: argparse.Namespace,
                 prompt: bool) -> int:
     """One command a line on one connection, until quit or end of input.
     With `prompt` (a terminal, or -i): the prompt names the server, and
@@ -898,7 +901,7 @@ def interactive(console: Console, parser: argparse.ArgumentParser, base: argpars
         readline.set_completer(complete)
         readline.parse_and_bind("tab: complete")
     console.session = True
-    where = address(base.host, port)
+    where = console.c.endpoint
     if prompt:
         print(f"clothctl {__version__} connected to {where}; help lists the commands, quit ends",
               flush=True)
@@ -934,7 +937,7 @@ def interactive(console: Console, parser: argparse.ArgumentParser, base: argpars
             if args.handler is None:
                 continue
             try:
-                code = run_command(console, parser, args, port)
+                code = run_command(console, parser, args)
             except KeyboardInterrupt:  # a long watch or step
                 print("^C")
                 code = EXIT_OK
@@ -966,14 +969,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"clothctl: {e}", file=sys.stderr)
         return EXIT_USAGE
 
-    client = Client(args.host, port, args.timeout, token=token)
+    # --unix wins; $CLOTHD_UNIX only when no TCP address is given on the line.
+    unix = args.unix
+    if unix is None and args.host is None and args.port is None:
+        unix = os.environ.get(UNIX_ENV) or None
+    host = args.host or os.environ.get("CLOTHD_HOST") or DEFAULT_HOST
+    try:
+        client = Client(host, port, args.timeout, token=token, unix_socket=unix)
+    except ValueError as e:  # a path too long for a Unix socket
+        print(f"clothctl: {'--unix' if args.unix is not None else UNIX_ENV}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     if args.version:
         return print_version(client)
     warnings.showwarning = show_warning
     warnings.simplefilter("always", ClothdWarning)
     console = Console(client, args.json, parser)
     if args.handler == "help":  # needs no server
-        return run_command(console, parser, args, port)
+        return run_command(console, parser, args)
     try:
         try:
             client.connect()
@@ -988,8 +1000,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_SERVER_ERROR
         if args.handler is None or args.interactive:
             prompt = args.interactive or sys.stdin.isatty()
-            return interactive(console, parser, args, port, prompt)
-        return run_command(console, parser, args, port)
+            return interactive(console, parser, args, prompt)
+        return run_command(console, parser, args)
     except StdoutClosed:
         # Keep Python from complaining again while flushing at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

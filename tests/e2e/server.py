@@ -6,6 +6,13 @@ from the one line clothd prints on start:
 
     clothd 0.1.0 listening on 127.0.0.1:PORT (N workers)
 
+Server(unix=True) also passes `--unix PATH` (a fresh temporary folder's
+clothd.sock) and waits for the second line,
+
+    clothd listening on unix:PATH
+
+after which `unix_path` holds PATH (Client(unix_socket=server.unix_path)).
+
 stop() sends SIGTERM and requires exit code 0 within 5 seconds.
 """
 
@@ -14,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +29,7 @@ import tempfile
 import threading
 import time
 import unittest
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -30,6 +38,7 @@ sys.path.insert(0, os.path.join(REPO, "clients", "python"))
 from clothd import Client  # noqa: E402
 
 BANNER = re.compile(r"^clothd (\d+\.\d+\.\d+) listening on ([0-9.]+):(\d+) \((\d+) workers\)$")
+UNIX_BANNER = re.compile(r"^clothd listening on unix:(.+)$")
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
 
@@ -44,8 +53,15 @@ class Server:
     start()/stop(); stop() raises AssertionError unless the process exits
     with code 0 within 5 s of SIGTERM."""
 
-    def __init__(self, *args: str, workers: Optional[int] = 2, wrapper: Sequence[str] = ()):
+    def __init__(self, *args: str, workers: Optional[int] = 2, wrapper: Sequence[str] = (),
+                 unix: Union[bool, str] = False):
         self.args: List[str] = list(args)
+        # --unix: True, a socket in a folder of its own (removed when the
+        # server stops); a str, that path (a restarted server's, say).
+        self.unix_dir: Optional[str] = tempfile.mkdtemp(prefix="clothd-e2e-") if unix is True else None
+        self.unix_path = os.path.join(self.unix_dir, "clothd.sock") if self.unix_dir else (unix or "")
+        if self.unix_path:
+            self.args += ["--unix", self.unix_path]
         self.wrapper: List[str] = list(wrapper)  # e.g. valgrind and its flags
         self.stop_timeout = STOP_TIMEOUT
         if workers is not None and "--workers" not in self.args:
@@ -59,6 +75,7 @@ class Server:
         self.extra_stdout: List[str] = []
         self._stderr = tempfile.TemporaryFile()
         self._drain: Optional[threading.Thread] = None
+        self._pending = b""  # stdout read past the lines taken so far
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -73,6 +90,16 @@ class Server:
             raise AssertionError(f"unexpected first stdout line {line!r}; stderr: {self.stderr()!r}")
         self.banner = line
         self.version, self.host, self.port, self.workers = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        if self.unix_path:
+            line = self._read_banner()
+            u = UNIX_BANNER.match(line)
+            if not u or u.group(1) != self.unix_path:
+                self.kill()
+                raise AssertionError(f"expected 'clothd listening on unix:{self.unix_path}' after the "
+                                     f"banner, got {line!r}; stderr: {self.stderr()!r}")
+        if self._pending:
+            self.extra_stdout.append(self._pending.decode(errors="replace"))
+            self._pending = b""
         self._drain = threading.Thread(target=self._drain_stdout, daemon=True)
         self._drain.start()
         return self
@@ -80,7 +107,7 @@ class Server:
     def _read_banner(self) -> str:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        data = b""
+        data = self._pending
         deadline = time.monotonic() + START_TIMEOUT
         while b"\n" not in data:
             left = deadline - time.monotonic()
@@ -97,9 +124,7 @@ class Server:
                 raise AssertionError(f"clothd exited ({code}) before its banner: {data!r}; "
                                      f"stderr: {self.stderr()!r}")
             data += chunk
-        first, _, rest = data.partition(b"\n")
-        if rest:
-            self.extra_stdout.append(rest.decode(errors="replace"))
+        first, _, self._pending = data.partition(b"\n")
         return first.decode(errors="replace")
 
     def _drain_stdout(self) -> None:
@@ -166,6 +191,9 @@ class Server:
         if self._drain is not None:
             self._drain.join(timeout=1)
             self._drain = None
+        if self.unix_dir is not None:
+            shutil.rmtree(self.unix_dir, ignore_errors=True)
+            self.unix_dir = None
 
     def __enter__(self) -> "Server":
         return self.start()
