@@ -156,7 +156,7 @@ export class ConnectionClosed extends Error {
 export class EndpointUnavailable extends Error {
   constructor(endpoint: string, scene: string | undefined, cause: unknown);
   readonly code: 'endpoint_unavailable';
-  /** "host:port" of the unreachable server. */
+  /** "host:port" (or "unix:PATH") of the unreachable server. */
   readonly endpoint: string;
   /** The scene asked for (undefined when none). */
   readonly scene: string | undefined;
@@ -166,7 +166,7 @@ export class EndpointUnavailable extends Error {
 export class IncompatibleServer extends ClothdError {
   constructor(endpoint: string, message: string);
   readonly code: 'incompatible_server';
-  /** "host:port" of the server. */
+  /** "host:port" (or "unix:PATH") of the server. */
   readonly endpoint: string;
 }
 
@@ -195,8 +195,14 @@ export function rendezvousWeight(endpoint: string, scene: string): bigint;
 export function placeScene(endpoints: readonly string[], scene: string): string;
 /** `name` when it is 1 to 64 of A-Z a-z 0-9 . _ : -; throws otherwise. */
 export function checkSceneName(name: string): string;
-/** "host:port" ("[::1]:7878" for IPv6) as {host, port}; throws naming the endpoint. */
-export function parseEndpoint(endpoint: string): { host: string; port: number };
+/**
+ * "host:port" ("[::1]:7878" for IPv6) as {host, port}, or "unix:PATH" as
+ * {path}; throws naming the endpoint. "unix:" and digits only stays
+ * host "unix" (write "unix:./7878" for a socket file of that name).
+ */
+export function parseEndpoint(endpoint: string): { host: string; port: number } | { path: string };
+/** The longest Unix socket path accepted, in bytes (107 on Linux, 103 on macOS and the BSDs). */
+export const UNIX_PATH_MAX: number;
 
 type SceneMethodName =
   | 'request' | 'create' | 'createCloth' | 'createSoftbody' | 'createMeshCloth' | 'skin' | 'pinBulk'
@@ -227,7 +233,7 @@ export class Scene {
   instances(): Promise<number[]>;
 }
 
-export interface ShardedClientOptions extends Omit<ClientOptions, 'host' | 'port'> {
+export interface ShardedClientOptions extends Omit<ClientOptions, 'host' | 'port' | 'path'> {
   /** How long a connection may take before the endpoint is unavailable (10000). */
   connectTimeoutMs?: number;
 }
@@ -266,7 +272,14 @@ export interface ClientOptions {
   host?: string;
   /** Default 7878. */
   port?: number;
-  /** TCP_NODELAY, default true. */
+  /**
+   * The Unix socket of a clothd on this host (`clothd --unix PATH`), used
+   * instead of host and port, as net.connect takes it. Errors and
+   * `endpoint` then name "unix:PATH". A path longer than UNIX_PATH_MAX
+   * bytes throws a RangeError naming `path`.
+   */
+  path?: string;
+  /** TCP_NODELAY, default true (not used over a Unix socket). */
   noDelay?: boolean;
   /** Bound on one reply line or frame in bytes (default 512 MiB); a ProtocolError beyond. */
   maxMessageBytes?: number;
@@ -882,6 +895,8 @@ export class Client extends EventEmitter {
 
   readonly host: string;
   readonly port: number;
+  /** The Unix socket path, or null over TCP. */
+  readonly path: string | null;
   readonly state: ClientState;
   readonly pendingRequests: number;
   readonly stats: ClientStats;
@@ -891,7 +906,7 @@ export class Client extends EventEmitter {
   readonly access: Access | null;
   /** The token the client authenticates with; null for none. */
   readonly token: string | null;
-  /** "host:port" of the server ("[::1]:7878" for IPv6). */
+  /** "host:port" of the server ("[::1]:7878" for IPv6), or "unix:PATH". */
   readonly endpoint: string;
   /**
    * The features the server's hello listed; [] for a server without hello;

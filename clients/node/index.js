@@ -2,8 +2,10 @@
 /**
  * clothd — a zero-dependency Node.js client for the clothd cloth server.
  *
- * One TCP connection carries JSON lines both ways (requests, replies in
- * request order, events) and binary frames from the server. Commands return
+ * One connection carries JSON lines both ways (requests, replies in
+ * request order, events) and binary frames from the server: TCP, or on the
+ * same host the Unix socket of a clothd started with `--unix PATH`
+ * (`Client.connect({ path })`, as net.connect takes it; the same bytes). Commands return
  * Promises; frames arrive as 'frame' events and through client.frames(), an
  * async iterator.
  *
@@ -36,7 +38,8 @@ const {
 } = require('./lib/errors.js');
 const { FEATURES, PAINTED, featuresNeeded, lackMessage } = require('./lib/features.js');
 const {
-  SCENE_COMMANDS, takesScene, rendezvousWeight, placeScene, checkSceneName, parseEndpoint,
+  SCENE_COMMANDS, takesScene, rendezvousWeight, placeScene, checkSceneName, parseEndpoint, checkUnixPath,
+  UNIX_PREFIX, UNIX_PATH_MAX,
 } = require('./lib/placement.js');
 const {
   FRAME_MAGIC,
@@ -289,7 +292,8 @@ class FrameIterator {
  */
 class Client extends EventEmitter {
   /**
-   * options: host ('127.0.0.1'), port (7878), noDelay (true),
+   * options: host ('127.0.0.1'), port (7878), path (a Unix socket path,
+   * `clothd --unix PATH`: used instead of host and port), noDelay (true),
    * maxMessageBytes (512 MiB: bound on one reply line or frame),
    * writableHighWaterMark (Node's default: the socket buffer above which
    * requests wait in the client's own queue for 'drain'), token (sent with
@@ -322,6 +326,8 @@ class Client extends EventEmitter {
     this._access = null;
     this.host = options.host ?? DEFAULT_HOST;
     this.port = options.port ?? DEFAULT_PORT;
+    /** The Unix socket path connected to instead of host:port (null: TCP). */
+    this.path = options.path === undefined || options.path === null ? null : checkUnixPath(options.path);
     this._noDelay = options.noDelay ?? true;
     this._highWaterMark = options.writableHighWaterMark;
     this._parser = new MessageParser(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
@@ -381,7 +387,7 @@ class Client extends EventEmitter {
       this._socket = socket;
       const onConnectError = (err) => {
         // Node says "connect ECONNREFUSED 127.0.0.1:7878"; say whose.
-        err.message = `clothd: cannot connect to ${this.host}:${this.port}: ${err.message}`;
+        err.message = `clothd: cannot connect to ${this.endpoint}: ${err.message}`;
         reject(err);
       };
       socket.once('error', onConnectError);
@@ -399,9 +405,10 @@ class Client extends EventEmitter {
             : 'clothd: the server closed the connection',
         );
       });
-      socket.connect({ host: this.host, port: this.port }, () => {
+      const address = this.path !== null ? { path: this.path } : { host: this.host, port: this.port };
+      socket.connect(address, () => {
         socket.removeListener('error', onConnectError);
-        socket.setNoDelay(this._noDelay);
+        if (this.path === null) socket.setNoDelay(this._noDelay);
         this._rejectConnect = null;
         if (this._state === 'closed') return; // closed while connecting
         this._state = 'open';
@@ -507,8 +514,9 @@ class Client extends EventEmitter {
     return new FeatureMissing(this.endpoint, lackMessage(missing, features, neededBy), missing, neededBy);
   }
 
-  /** "host:port" of the server ("[::1]:7878" for IPv6). */
+  /** "host:port" of the server ("[::1]:7878" for IPv6), or "unix:PATH". */
   get endpoint() {
+    if (this.path !== null) return UNIX_PREFIX + this.path;
     return String(this.host).includes(':') ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`;
   }
 
@@ -1482,6 +1490,7 @@ module.exports = {
   placeScene,
   checkSceneName,
   parseEndpoint,
+  UNIX_PATH_MAX,
   FrameIterator,
   decodeFrame,
   decodeHeader,

@@ -79,16 +79,49 @@ function checkSceneName(name) {
   return name;
 }
 
-/** "host:port" ("[::1]:7878" for IPv6) as {host, port}; throws naming the endpoint. */
+/** How an endpoint names a Unix-domain socket: "unix:/run/clothd.sock". */
+const UNIX_PREFIX = 'unix:';
+/**
+ * The longest Unix socket path a client accepts (bytes): sun_path holds
+ * 104 bytes on macOS and the BSDs, 108 on Linux, one of them the
+ * terminating zero. (libuv would cut a longer path short and connect to
+ * whatever the shorter one names.)
+ */
+const UNIX_PATH_MAX = ['darwin', 'freebsd', 'openbsd', 'netbsd'].includes(process.platform) ? 103 : 107;
+
+/** `path` when it can name a Unix socket; else throws naming `what` (the option). */
+function checkUnixPath(path, what = 'path') {
+  if (typeof path !== 'string') throw new TypeError(`${what}: expected a string, got ${typeof path}`);
+  const size = Buffer.byteLength(path);
+  if (size === 0 || path.includes('\0'))
+    throw new RangeError(`${what}: ${JSON.stringify(path)} is not a path (empty, or holds a zero byte)`);
+  if (size > UNIX_PATH_MAX && process.platform !== 'win32')
+    throw new RangeError(`${what}: the path is ${size} bytes; a Unix socket path holds at most ${UNIX_PATH_MAX} (sun_path)`);
+  return path;
+}
+
+/**
+ * "host:port" ("[::1]:7878" for IPv6) as {host, port}, or "unix:PATH" as
+ * {path} (net.connect's options either way); throws naming the endpoint.
+ * "unix:" followed by digits only stays a TCP endpoint (a host named unix):
+ * write "unix:./7878" for a socket file of that name.
+ */
 function parseEndpoint(endpoint) {
   if (typeof endpoint !== 'string')
     throw new TypeError(`endpoint: expected a "host:port" string, got ${typeof endpoint}`);
+  if (endpoint.startsWith(UNIX_PREFIX) && !/^\d+$/.test(endpoint.slice(UNIX_PREFIX.length))) {
+    try {
+      return { path: checkUnixPath(endpoint.slice(UNIX_PREFIX.length)) };
+    } catch (err) {
+      throw new RangeError(`endpoint ${JSON.stringify(endpoint.slice(0, 80))}: ${err.message}`);
+    }
+  }
   const colon = endpoint.lastIndexOf(':');
   let host = colon > 0 ? endpoint.slice(0, colon) : '';
   const port = endpoint.slice(colon + 1);
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
   if (colon < 0 || host === '' || host.includes('\0') || !/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535)
-    throw new RangeError(`endpoint ${JSON.stringify(endpoint)}: expected "host:port" with a port from 1 to 65535`);
+    throw new RangeError(`endpoint ${JSON.stringify(endpoint)}: expected "host:port" with a port from 1 to 65535, or "unix:PATH"`);
   return { host, port: Number(port) };
 }
 
@@ -101,4 +134,7 @@ module.exports = {
   placeScene,
   checkSceneName,
   parseEndpoint,
+  checkUnixPath,
+  UNIX_PREFIX,
+  UNIX_PATH_MAX,
 };

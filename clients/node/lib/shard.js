@@ -45,8 +45,8 @@ class Scene {
     this._shards = options.shards ?? null;
     if (this._fixed === null && this._shards === null)
       throw new TypeError('Scene: needs a client (or a ShardedClient)');
-    /** "host:port" of the server the scene lives on. */
-    this.endpoint = options.endpoint ?? `${client.host}:${client.port}`;
+    /** "host:port" (or "unix:PATH") of the server the scene lives on. */
+    this.endpoint = options.endpoint ?? client.endpoint;
   }
 
   /** Resolves with the connection this scene's requests go through. */
@@ -114,15 +114,16 @@ for (const method of SCENE_METHODS) {
 
 class ShardedClient {
   /**
-   * endpoints: "host:port" strings, spelt the same way by every process
-   * (the hash reads the text). options: any Client option (token,
+   * endpoints: "host:port" strings, or "unix:PATH" for a server on this
+   * host listening on a Unix socket (clothd --unix PATH), spelt the same
+   * way by every process (the hash reads the text). options: any Client option (token,
    * maxMessageBytes, ...) for every connection, and connectTimeoutMs
    * (10000): how long a connection may take before the endpoint counts as
    * unavailable.
    */
   constructor(endpoints, options = {}) {
     if (typeof endpoints === 'string' || !endpoints || typeof endpoints[Symbol.iterator] !== 'function')
-      throw new TypeError('ShardedClient: endpoints is a list of "host:port" strings');
+      throw new TypeError('ShardedClient: endpoints is a list of "host:port" (or "unix:PATH") strings');
     const list = [...endpoints];
     if (list.length === 0) throw new RangeError('ShardedClient: no endpoints');
     const seen = new Set();
@@ -174,12 +175,14 @@ class ShardedClient {
 
   _open(endpoint) {
     const { Client } = require('../index.js'); // here: index.js requires this file
-    const { host, port } = parseEndpoint(endpoint);
+    // {host, port} or {path}: the endpoint decides, whatever the options say.
+    const { host: _h, port: _p, path: _u, ...options } = this._clientOptions;
+    const address = parseEndpoint(endpoint);
     // A clothd without scenes would only warn about "scene" and mix every
     // scene's instances: the connection requires the feature, so such a
     // server is refused by name (FeatureMissing) at connect.
     const required = [...new Set([...(this._clientOptions.require ?? []), 'scenes'])];
-    const client = new Client({ ...this._clientOptions, require: required, hello: true, host, port });
+    const client = new Client({ ...options, require: required, hello: true, ...address });
     let timer;
     const timeout = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no connection within ${this._connectTimeoutMs} ms`)),

@@ -1,9 +1,14 @@
 'use strict';
 // Starts the real clothd for the tests: `--port 0`, the port read from the
-// banner `clothd 0.1.0 listening on 127.0.0.1:PORT (N workers)`.
+// banner `clothd 0.1.0 listening on 127.0.0.1:PORT (N workers)`. With
+// { unix: true } also `--unix PATH` (clothd.sock in a fresh temporary
+// folder, removed when the process exits; { unix: PATH } uses that path),
+// and the second line `clothd listening on unix:PATH` is waited for.
 // The binary: $CLOTHD_BIN, else build/clothd at the repository root.
 
 const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -11,10 +16,13 @@ const CLOTHD_BIN = process.env.CLOTHD_BIN
   ? path.resolve(REPO_ROOT, process.env.CLOTHD_BIN)
   : path.join(REPO_ROOT, 'build', 'clothd');
 const BANNER = /^clothd (\S+) listening on (\S+):(\d+) \((\d+) workers?\)$/;
+const UNIX_BANNER = /^clothd listening on unix:(.+)$/;
 
 class Server {
-  constructor(proc, banner) {
+  constructor(proc, banner, unixPath = null) {
     this.proc = proc;
+    /** The Unix socket's path (null without --unix). */
+    this.path = unixPath;
     this.version = banner[1];
     this.host = banner[2];
     this.port = Number(banner[3]);
@@ -30,6 +38,11 @@ class Server {
   /** The options Client.connect needs. */
   get address() {
     return { host: this.host, port: this.port };
+  }
+
+  /** The options Client.connect needs for the Unix socket. */
+  get unixAddress() {
+    return { path: this.path };
   }
 
   /**
@@ -53,10 +66,20 @@ class Server {
   }
 }
 
-/** Starts clothd with extra `args`; resolves with a Server. */
-function startServer(args = [], timeoutMs = 10000) {
+/** Starts clothd with extra `args` (and options.unix); resolves with a Server. */
+function startServer(args = [], timeoutMs = 10000, options = {}) {
+  let unixPath = null;
+  let unixDir = null;
+  if (options.unix === true) {
+    unixDir = fs.mkdtempSync(path.join(os.tmpdir(), 'clothd-node-'));
+    unixPath = path.join(unixDir, 'clothd.sock');
+  } else if (typeof options.unix === 'string') {
+    unixPath = options.unix;
+  }
+  const unixArgs = unixPath === null ? [] : ['--unix', unixPath];
   return new Promise((resolve, reject) => {
-    const proc = spawn(CLOTHD_BIN, ['--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(CLOTHD_BIN, ['--port', '0', ...args, ...unixArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (unixDir !== null) proc.once('exit', () => fs.rmSync(unixDir, { recursive: true, force: true }));
     let out = '';
     let err = '';
     let server = null;
@@ -77,16 +100,18 @@ function startServer(args = [], timeoutMs = 10000) {
     proc.stdout.on('data', (d) => {
       if (server) return; // keep draining
       out += d;
-      const nl = out.indexOf('\n');
-      if (nl < 0) return;
-      const m = BANNER.exec(out.slice(0, nl));
-      if (!m) {
+      const lines = out.split('\n');
+      if (lines.length < (unixPath === null ? 2 : 3)) return; // the banner (and the unix line) not complete yet
+      const m = BANNER.exec(lines[0]);
+      const u = unixPath === null ? null : UNIX_BANNER.exec(lines[1]);
+      if (!m || (unixPath !== null && (!u || u[1] !== unixPath))) {
         proc.kill('SIGKILL');
-        fail(new Error(`${CLOTHD_BIN}: unexpected banner ${JSON.stringify(out.slice(0, nl))}`));
+        fail(new Error(`${CLOTHD_BIN}: unexpected banner ${JSON.stringify(lines.slice(0, 2).join('\n'))}` +
+          (unixPath === null ? '' : ` (wanted "clothd listening on unix:${unixPath}" second)`)));
         return;
       }
       clearTimeout(timer);
-      server = new Server(proc, m);
+      server = new Server(proc, m, unixPath);
       server.stderr = err;
       resolve(server);
     });
