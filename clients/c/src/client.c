@@ -1,9 +1,10 @@
 /* The client's life: options and their defaults, connecting (resolve once,
- * connect, `auth`, `hello`), closing, and the game-loop entry points (clothd_poll,
+ * or the Unix socket's address; connect, `auth`, `hello`), closing, and the game-loop entry points (clothd_poll,
  * clothd_fd, clothd_wants, clothd_flush) plus the client's state and
  * counters. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,22 @@ static char *copy_string(const char *s)
     return p;
 }
 
+/* What errors call the server: "host:port", "[v6]:port" or "unix:PATH" (malloc'd). */
+static char *endpoint_text(const clothd_client *c)
+{
+    bool v6 = c->unix_path == NULL && strchr(c->host, ':') != NULL;
+    const char *name = c->unix_path ? c->unix_path : c->host;
+    size_t cap = strlen(name) + 16;
+    char *text = malloc(cap);
+    if (text == NULL)
+        return NULL;
+    if (c->unix_path != NULL)
+        snprintf(text, cap, "unix:%s", name);
+    else
+        snprintf(text, cap, "%s%s%s:%u", v6 ? "[" : "", name, v6 ? "]" : "", (unsigned)c->port);
+    return text;
+}
+
 clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_error *err)
 {
     if (out == NULL)
@@ -50,11 +67,13 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     c->first = 1;
     c->host = copy_string(o->host ? o->host : CLOTHD_DEFAULT_HOST);
     c->token = copy_string(token);
-    if (c->host == NULL || (token != NULL && c->token == NULL)) {
+    c->unix_path = copy_string(o->unix_path);
+    c->port = o->port ? o->port : CLOTHD_DEFAULT_PORT;
+    if (c->host == NULL || (token != NULL && c->token == NULL) || (o->unix_path != NULL && c->unix_path == NULL) ||
+        (c->endpoint = endpoint_text(c)) == NULL) {
         clothd_close(c);
         return cdc_fail(err, CLOTHD_E_NOMEM, "out of memory");
     }
-    c->port = o->port ? o->port : CLOTHD_DEFAULT_PORT;
     c->timeout_ms = o->timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o->timeout_ms;
     c->reconnect = o->reconnect;
     c->reconnect_timeout_ms = o->reconnect_timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o->reconnect_timeout_ms;
@@ -104,9 +123,15 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
         return cdc_fail(err, CLOTHD_E_IO, "%s", msg);
     }
     c->net_ready = true;
-    if (!cdc_net_resolve(c->host, c->port, c->addrs, CDC_MAX_ADDRS, &c->naddrs, msg, sizeof msg)) {
-        clothd_code rc = cdc_fail(err, CLOTHD_E_IO, "cannot connect to clothd at %s:%u: %s", c->host,
-                                  (unsigned)c->port, msg);
+    if (c->unix_path != NULL) {
+        if (!cdc_net_unix_addr(c->unix_path, &c->addrs[0], msg, sizeof msg)) {
+            clothd_code rc = cdc_fail(err, CLOTHD_E_USAGE, "unix_path: %s: \"%.200s\"", msg, c->unix_path);
+            clothd_close(c);
+            return rc;
+        }
+        c->naddrs = 1;
+    } else if (!cdc_net_resolve(c->host, c->port, c->addrs, CDC_MAX_ADDRS, &c->naddrs, msg, sizeof msg)) {
+        clothd_code rc = cdc_fail(err, CLOTHD_E_IO, "cannot connect to clothd at %s: %s", c->endpoint, msg);
         clothd_close(c);
         return rc;
     }
@@ -119,8 +144,8 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
         if (c->link == CDC_LINK_CLOSED)
             break;
         if (deadline >= 0 && cdc_net_now_ms() >= deadline) {
-            rc = cdc_fail(err, CLOTHD_E_TIMEOUT, "timeout: connecting to %s:%u took over %d ms", c->host,
-                          (unsigned)c->port, c->timeout_ms);
+            rc = cdc_fail(err, CLOTHD_E_TIMEOUT, "timeout: connecting to %s took over %d ms", c->endpoint,
+                          c->timeout_ms);
             break;
         }
         rc = cdc_io(c, deadline, NULL, err);
@@ -128,8 +153,7 @@ clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_
     if (c->link == CDC_LINK_CLOSED) {
         clothd_code code = c->close_code ? c->close_code : CLOTHD_E_CLOSED;
         if (code == CLOTHD_E_IO) /* no server: say which one was asked for */
-            rc = cdc_fail(err, code, "cannot connect to clothd at %s:%u: %s", c->host, (unsigned)c->port,
-                          c->close_reason);
+            rc = cdc_fail(err, code, "cannot connect to clothd at %s: %s", c->endpoint, c->close_reason);
         else if (code <= CLOTHD_WIRE_CODE_COUNT || code == CLOTHD_E_INCOMPATIBLE) /* the server's answer */
             rc = cdc_fail(err, code, "%s", c->close_reason);
         else
@@ -159,6 +183,8 @@ void clothd_close(clothd_client *c)
     cdc_ring_free(c);
     cdc_subs_free(c);
     free(c->host);
+    free(c->unix_path);
+    free(c->endpoint);
     free(c->token);
     free(c->scene);
     for (size_t i = 0; i < c->nrequire; i++)

@@ -12,13 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* "host:port", "[v6]:port" for an IPv6 address. */
-static void endpoint_of(const clothd_client *c, char *out, size_t cap)
-{
-    bool v6 = strchr(c->host, ':') != NULL;
-    snprintf(out, cap, "%s%.200s%s:%u", v6 ? "[" : "", c->host, v6 ? "]" : "", (unsigned)c->port);
-}
-
 bool cdc_feature_listed(const clothd_server_info *info, const char *feature)
 {
     for (size_t i = 0; i < info->feature_count; i++)
@@ -32,8 +25,7 @@ bool cdc_feature_listed(const clothd_server_info *info, const char *feature)
 static void lack_message(const clothd_client *c, const char *const *missing, size_t n, const char *what,
                          char *out, size_t cap)
 {
-    char where[256];
-    endpoint_of(c, where, sizeof where);
+    const char *where = c->endpoint;
     bool data_dir = false;
     size_t len = (size_t)snprintf(out, cap, "clothd at %s lacks the feature%s ", where, n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++) {

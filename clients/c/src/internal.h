@@ -132,6 +132,8 @@ struct clothd_client {
     /* Configuration (strings owned). */
     char *host;
     uint16_t port;
+    char *unix_path;       /* connected to instead of host:port when not NULL */
+    char *endpoint;        /* "host:port", "[v6]:port" or "unix:PATH": what errors name */
     char *token;
     int timeout_ms;
     bool reconnect;

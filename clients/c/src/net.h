@@ -33,7 +33,11 @@ void cdc_net_cleanup(void);
 /* The addresses of host:port (TCP), at most `max`. */
 bool cdc_net_resolve(const char *host, uint16_t port, cdc_addr *out, size_t max, size_t *n, char *msg,
                      size_t cap);
-/* "127.0.0.1:7878" or "[::1]:7878". */
+/* The address of the Unix-domain socket at `path`; false (msg says why:
+ * longer than the socket address holds, or no Unix sockets in this build)
+ * when there is none. */
+bool cdc_net_unix_addr(const char *path, cdc_addr *out, char *msg, size_t cap);
+/* "127.0.0.1:7878", "[::1]:7878" or "unix:/run/clothd.sock". */
 void cdc_net_addr_text(const cdc_addr *a, char *out, size_t cap);
 
 /* Starts a non-blocking connect: OK (connected at once), AGAIN (wait for

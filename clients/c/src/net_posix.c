@@ -1,5 +1,6 @@
-/* net.h on POSIX systems (Linux, macOS, the BSDs): BSD sockets, poll(2),
- * clock_gettime. MSG_NOSIGNAL where it exists, SO_NOSIGPIPE on macOS. */
+/* net.h on POSIX systems (Linux, macOS, the BSDs): BSD sockets (TCP, and
+ * AF_UNIX for `clothd --unix`), poll(2), clock_gettime. MSG_NOSIGNAL where
+ * it exists, SO_NOSIGPIPE on macOS. */
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 200809L
 #if defined(__APPLE__)
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +26,8 @@
 #ifndef MSG_NOSIGNAL
 #define MSG_NOSIGNAL 0
 #endif
+
+_Static_assert(sizeof(struct sockaddr_un) <= sizeof(((cdc_addr *)0)->bytes), "cdc_addr holds a sockaddr_un");
 
 static void say(char *msg, size_t cap, const char *what, int code)
 {
@@ -75,6 +79,24 @@ bool cdc_net_resolve(const char *host, uint16_t port, cdc_addr *out, size_t max,
     return true;
 }
 
+bool cdc_net_unix_addr(const char *path, cdc_addr *out, char *msg, size_t cap)
+{
+    struct sockaddr_un un;
+    memset(&un, 0, sizeof un);
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof un.sun_path) { /* the terminating zero stays */
+        snprintf(msg, cap, "the path is %zu bytes; a Unix socket path holds 1 to %zu", n, sizeof un.sun_path - 1);
+        return false;
+    }
+    un.sun_family = AF_UNIX;
+    memcpy(un.sun_path, path, n);
+    memset(out, 0, sizeof *out);
+    out->family = AF_UNIX;
+    out->len = (unsigned)sizeof un;
+    memcpy(out->bytes, &un, sizeof un);
+    return true;
+}
+
 void cdc_net_addr_text(const cdc_addr *a, char *out, size_t cap)
 {
     char ip[64] = "?";
@@ -89,6 +111,9 @@ void cdc_net_addr_text(const cdc_addr *a, char *out, size_t cap)
         inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
         port = ntohs(in6->sin6_port);
         snprintf(out, cap, "[%s]:%u", ip, port);
+    } else if (a->family == AF_UNIX) {
+        const struct sockaddr_un *un = (const struct sockaddr_un *)(const void *)a->bytes;
+        snprintf(out, cap, "unix:%.*s", (int)sizeof un->sun_path, un->sun_path);
     } else {
         snprintf(out, cap, "(family %d)", a->family);
     }
@@ -96,7 +121,8 @@ void cdc_net_addr_text(const cdc_addr *a, char *out, size_t cap)
 
 cdc_net_result cdc_net_connect_start(const cdc_addr *a, int rcvbuf, clothd_socket *s, char *msg, size_t cap)
 {
-    int fd = socket(a->family, SOCK_STREAM, IPPROTO_TCP);
+    bool tcp = a->family != AF_UNIX;
+    int fd = socket(a->family, SOCK_STREAM, tcp ? IPPROTO_TCP : 0);
     if (fd < 0) {
         say(msg, cap, "socket", errno);
         return CDC_NET_ERROR;
@@ -109,23 +135,26 @@ cdc_net_result cdc_net_connect_start(const cdc_addr *a, int rcvbuf, clothd_socke
         return CDC_NET_ERROR;
     }
     int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (tcp)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 #ifdef SO_NOSIGPIPE
     setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
 #endif
     if (rcvbuf > 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-    char where[80];
+    char where[128];
     cdc_net_addr_text(a, where, sizeof where);
     if (connect(fd, (const struct sockaddr *)(const void *)a->bytes, (socklen_t)a->len) == 0) {
         *s = fd;
         return CDC_NET_OK;
     }
+    /* (A Unix socket whose backlog is full fails with EAGAIN at once, and
+     * nothing is pending: an error like a refusal, retried by a reconnect.) */
     if (errno == EINPROGRESS || errno == EINTR) {
         *s = fd;
         return CDC_NET_AGAIN;
     }
-    char what[100];
+    char what[160];
     snprintf(what, sizeof what, "connect %s", where);
     say(msg, cap, what, errno);
     close(fd);
@@ -140,7 +169,7 @@ cdc_net_result cdc_net_connect_finish(clothd_socket s, const cdc_addr *a, char *
         code = errno;
     if (code == 0)
         return CDC_NET_OK;
-    char where[80], what[100];
+    char where[128], what[160];
     cdc_net_addr_text(a, where, sizeof where);
     snprintf(what, sizeof what, "connect %s", where);
     say(msg, cap, what, code);

@@ -77,6 +77,17 @@ bool cdc_net_resolve(const char *host, uint16_t port, cdc_addr *out, size_t max,
     return true;
 }
 
+/* clothd's --unix is a Unix-domain socket on the server's host, which
+ * runs on Linux (libuv would make it a named pipe on Windows): this build
+ * has no AF_UNIX connect, and says so. */
+bool cdc_net_unix_addr(const char *path, cdc_addr *out, char *msg, size_t cap)
+{
+    (void)path;
+    (void)out;
+    snprintf(msg, cap, "Unix sockets are not supported by the Windows build of libclothd");
+    return false;
+}
+
 void cdc_net_addr_text(const cdc_addr *a, char *out, size_t cap)
 {
     char ip[64] = "?";

@@ -18,8 +18,8 @@ static const char SCENES_FEATURE[] = "scenes";
 struct clothd_shards {
     size_t count;
     char **endpoints;     /* as given (the hash reads them) */
-    char **hosts;         /* parsed, brackets removed */
-    uint16_t *ports;
+    char **hosts;         /* parsed, brackets removed; or the socket path of "unix:PATH" */
+    uint16_t *ports;      /* 0 for a "unix:PATH" endpoint */
     clothd_client **clients; /* NULL until first used */
     clothd_options options;  /* host ignored; token points at `token`, require at `require` */
     char *token;
@@ -66,9 +66,21 @@ const char *clothd_current_scene(const clothd_client *c)
     return c != NULL ? c->scene : NULL;
 }
 
-/* "host:port" or "[v6]:port" into an owned host and a port; false when not one. */
+/* "host:port" or "[v6]:port" into an owned host and a port, "unix:PATH"
+ * into an owned path and port 0 ("unix:" and digits only is host "unix");
+ * false when not one. */
 static bool parse_endpoint(const char *endpoint, char **host, uint16_t *port)
 {
+    static const char UNIX_PREFIX[] = "unix:";
+    const char *path = strncmp(endpoint, UNIX_PREFIX, sizeof UNIX_PREFIX - 1) == 0 ? endpoint + sizeof UNIX_PREFIX - 1
+                                                                                     : NULL;
+    if (path != NULL && path[strspn(path, "0123456789")] != '\0') {
+        *host = copy_n(path, strlen(path));
+        *port = 0;
+        return *host != NULL;
+    }
+    if (path != NULL && path[0] == '\0')
+        return false;
     const char *colon = strrchr(endpoint, ':');
     if (colon == NULL || colon == endpoint || colon[1] == '\0')
         return false;
@@ -117,7 +129,8 @@ clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const 
         const char *e = endpoints[i];
         if (e == NULL || !parse_endpoint(e, &s->hosts[i], &s->ports[i])) {
             clothd_code rc = cdc_fail(err, CLOTHD_E_USAGE,
-                                      "endpoint \"%.200s\": expected \"host:port\" with a port from 1 to 65535",
+                                      "endpoint \"%.200s\": expected \"host:port\" with a port from 1 to 65535, "
+                                      "or \"unix:PATH\"",
                                       e ? e : "(null)");
             clothd_shards_free(s);
             return rc;
@@ -139,6 +152,7 @@ clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const 
         s->options = *o;
     s->options.host = NULL;
     s->options.port = 0;
+    s->options.unix_path = NULL;
     if (s->options.token != NULL) {
         s->token = copy_n(s->options.token, strlen(s->options.token));
         if (s->token == NULL) {
@@ -223,8 +237,12 @@ static clothd_code open_endpoint(clothd_shards *s, size_t i, const char *scene, 
     if (s->clients[i] != NULL)
         return CLOTHD_OK;
     clothd_options o = s->options;
-    o.host = s->hosts[i];
-    o.port = s->ports[i];
+    if (s->ports[i] == 0) {
+        o.unix_path = s->hosts[i];
+    } else {
+        o.host = s->hosts[i];
+        o.port = s->ports[i];
+    }
     clothd_error why;
     clothd_code rc = clothd_connect(&o, &s->clients[i], &why);
     if (rc == CLOTHD_OK)

@@ -104,10 +104,40 @@ static void *drain(void *arg)
     return NULL;
 }
 
+static bool server_start(ct_server *s, const char *const *args, uint16_t port_wanted);
+
 bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted)
 {
-    static int serial;
     memset(s, 0, sizeof *s);
+    return server_start(s, args, port_wanted);
+}
+
+bool ct_server_start_unix(ct_server *s, const char *const *args)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->unix_dir, sizeof s->unix_dir, "/tmp/clothd-c-XXXXXX");
+    if (mkdtemp(s->unix_dir) == NULL) {
+        fprintf(stderr, "  mkdtemp %s: %s\n", s->unix_dir, strerror(errno));
+        s->unix_dir[0] = '\0';
+        return false;
+    }
+    snprintf(s->unix_path, sizeof s->unix_path, "%s/clothd.sock", s->unix_dir);
+    return server_start(s, args, 0);
+}
+
+/* The socket file (if the server could not remove it) and its folder. */
+static void remove_unix_dir(ct_server *s)
+{
+    if (s->unix_dir[0] == '\0')
+        return;
+    unlink(s->unix_path);
+    rmdir(s->unix_dir);
+    s->unix_dir[0] = '\0';
+}
+
+static bool server_start(ct_server *s, const char *const *args, uint16_t port_wanted)
+{
+    static int serial;
     const char *bin = getenv("CLOTHD_BIN");
     if (bin == NULL)
         bin = "build/clothd";
@@ -117,6 +147,10 @@ bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted
     snprintf(port, sizeof port, "%u", (unsigned)port_wanted);
     const char *argv[32] = {bin, "--port", port, "--workers", "2"};
     int n = 5;
+    if (s->unix_dir[0] != '\0') {
+        argv[n++] = "--unix";
+        argv[n++] = s->unix_path;
+    }
     for (int i = 0; args != NULL && args[i] != NULL && n < 31; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
@@ -139,10 +173,17 @@ bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted
     close(out[1]);
     s->pid = pid;
     remember_pid(pid, true);
-    char line[256];
+    /* The banner, and with --unix the line after it. */
+    char line[512];
     size_t len = 0;
+    int lines_wanted = s->unix_dir[0] != '\0' ? 2 : 1;
     int64_t deadline = ct_now_ms() + 10000;
-    while (len < sizeof line - 1 && memchr(line, '\n', len) == NULL) {
+    while (len < sizeof line - 1) {
+        int lines = 0;
+        for (size_t i = 0; i < len; i++)
+            lines += line[i] == '\n';
+        if (lines >= lines_wanted)
+            break;
         struct pollfd pfd = {out[0], POLLIN, 0};
         int left = (int)(deadline - ct_now_ms());
         if (left <= 0 || poll(&pfd, 1, left) <= 0)
@@ -153,7 +194,9 @@ bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted
         len += (size_t)k;
     }
     line[len] = '\0';
-    const char *at = strstr(line, " listening on ");
+    char first[256]; /* the banner: its last colon is the port's */
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(line, "\n"), line);
+    const char *at = strstr(first, " listening on ");
     const char *colon = at ? strrchr(at, ':') : NULL;
     unsigned p = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
     if (p == 0) {
@@ -163,6 +206,17 @@ bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted
         return false;
     }
     s->port = (uint16_t)p;
+    if (s->unix_dir[0] != '\0') {
+        char expected[160];
+        snprintf(expected, sizeof expected, "\nclothd listening on unix:%s\n", s->unix_path);
+        if (strstr(line, expected) == NULL) {
+            fprintf(stderr, "  clothd did not say it listens on unix:%s (got \"%s\"); its stderr is in %s\n",
+                    s->unix_path, line, s->log);
+            close(out[0]);
+            ct_server_kill(s);
+            return false;
+        }
+    }
     pthread_t t;
     if (pthread_create(&t, NULL, drain, (void *)(intptr_t)out[0]) == 0)
         pthread_detach(t);
@@ -186,10 +240,12 @@ int ct_server_stop(ct_server *s)
         waitpid(s->pid, &status, 0);
         remember_pid(s->pid, false);
         s->pid = 0;
+        remove_unix_dir(s);
         return -1;
     }
     remember_pid(s->pid, false);
     s->pid = 0;
+    remove_unix_dir(s);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -201,6 +257,7 @@ void ct_server_kill(ct_server *s)
     waitpid(s->pid, NULL, 0);
     remember_pid(s->pid, false);
     s->pid = 0;
+    remove_unix_dir(s);
 }
 
 clothd_client *ct_connect(uint16_t port, const char *token)

@@ -67,11 +67,17 @@ typedef struct ct_server {
     pid_t pid;
     uint16_t port;
     char log[512];
+    char unix_dir[64];   /* ct_server_start_unix's folder ("" without) */
+    char unix_path[108]; /* its socket, unix_dir/clothd.sock */
 } ct_server;
 
 /* Starts $CLOTHD_BIN --port 0 --workers 2 plus `args` (NULL-terminated,
  * may be NULL); port 0 in `port_wanted` lets the server pick. */
 bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted);
+/* The same with `--unix DIR/clothd.sock` (DIR a fresh folder under /tmp,
+ * removed by ct_server_stop/ct_server_kill), waiting for the second line,
+ * "clothd listening on unix:PATH". The shared server is started so. */
+bool ct_server_start_unix(ct_server *s, const char *const *args);
 /* SIGTERM, and the exit status (0 expected) within 5 s; -1 if it hung or died by a signal. */
 int ct_server_stop(ct_server *s);
 void ct_server_kill(ct_server *s);
@@ -137,5 +143,6 @@ extern const ct_test ct_garment_tests[];
 extern const ct_test ct_scene_tests[];
 extern const ct_test ct_shard_tests[];
 extern const ct_test ct_hello_tests[];
+extern const ct_test ct_unix_tests[];
 
 #endif

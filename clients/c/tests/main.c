@@ -11,14 +11,14 @@
 static const ct_test *const suites[] = {
     ct_json_tests,       ct_frame_tests,    ct_api_tests,       ct_command_tests, ct_error_tests,
     ct_subscribe_tests,  ct_pipeline_tests, ct_connection_tests, ct_auth_tests,   ct_example_tests,
-    ct_garment_tests,    ct_scene_tests,    ct_shard_tests,     ct_hello_tests,
+    ct_garment_tests,    ct_scene_tests,    ct_shard_tests,     ct_hello_tests,   ct_unix_tests,
 };
 
 int main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
     signal(SIGPIPE, SIG_IGN); /* the fake servers' writes; the library never needs this */
-    if (!ct_server_start(&ct_main_server, NULL, 0)) {
+    if (!ct_server_start_unix(&ct_main_server, NULL)) { /* TCP, and a Unix socket for test_unix.c */
         fprintf(stderr, "c-client: cannot start clothd ($CLOTHD_BIN)\n");
         return 2;
     }

@@ -86,6 +86,7 @@ namespace Clothd
         public IntPtr Require;       // const char *const *: features the server's hello must list
         public UIntPtr RequireCount;
         [MarshalAs(UnmanagedType.U1)] public bool NoHello;
+        [MarshalAs(UnmanagedType.LPStr)] public string UnixPath; // null: TCP; else `clothd --unix PATH`'s socket
     }
 
     // clothd_paint: a painted per-vertex property (mode 0 unset, 1 all, 2 each, 3 clear).

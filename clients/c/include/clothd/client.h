@@ -2,7 +2,8 @@
  *
  * One header, C11 and libc only (POSIX sockets; Winsock on Windows). A game
  * server, an engine plugin or a binding (C++, C# P/Invoke, Go cgo) drives
- * clothd over one TCP connection per clothd_client: every command of
+ * clothd over one connection per clothd_client (TCP, or on the same host
+ * the Unix socket of `clothd --unix PATH`: clothd_options.unix_path), every command of
  * protocol/PROTOCOL.md is a typed function, replies are structs, errors carry
  * the wire's stable code and message, and subscribed frames are decoded
  * straight into the caller's float arrays.
@@ -271,16 +272,30 @@ typedef struct clothd_options {
      * known of the server, no call checked against its features. Ignored
      * with strict or require. */
     bool no_hello;
+    /* The Unix-domain socket of a clothd on this host (`clothd --unix
+     * PATH`), connected to instead of host and port, which are then not
+     * used: the same protocol, less CPU per byte than TCP loopback. NULL:
+     * TCP. Errors name the server "unix:PATH". A path longer than the
+     * socket address holds (107 bytes on Linux, 103 on macOS) fails
+     * clothd_connect with CLOTHD_E_USAGE naming unix_path; so does any path
+     * on Windows, where this build has no Unix sockets. Copied.
+     * The last member on purpose: members are only ever added at the end,
+     * so that the layout of the earlier ones stays what a binding (the C#
+     * example's Options) mirrors; such a binding must add it too, since
+     * clothd_connect reads the whole struct. */
+    const char *unix_path;
 } clothd_options;
 
 /* The zero value: every default above. Thread: any. */
 CLOTHD_API clothd_options clothd_options_default(void);
 
-/* Connects (resolving the host once), sends `auth` when there is a token
+/* Connects (resolving the host once; or to o->unix_path), sends `auth` when there is a token
  * and `hello` (unless no_hello), and waits for their replies. On success
  * *out owns a new client: free it with clothd_close(). On failure *out is
  * NULL (CLOTHD_E_IO: cannot connect, "cannot connect to clothd at
- * HOST:PORT: connect 127.0.0.1:7878: Connection refused",
+ * HOST:PORT: connect 127.0.0.1:7878: Connection refused", or "cannot
+ * connect to clothd at unix:PATH: connect unix:PATH: No such file or
+ * directory"; CLOTHD_E_USAGE: a unix_path that cannot be one,
  * CLOTHD_E_UNAUTHORIZED: token refused, CLOTHD_E_INCOMPATIBLE: a required
  * feature is missing, "clothd at HOST:PORT lacks the feature \"scenes\"
  * required by this client (its hello lists: ...)", CLOTHD_E_TIMEOUT, the
@@ -289,7 +304,7 @@ CLOTHD_API clothd_options clothd_options_default(void);
  * known: plain protocol 1 commands work, calls that need a feature fail. A
  * hello refused for want of `auth` leaves the features unknown (nothing is
  * checked) until clothd_auth succeeds. `o` may be NULL (all defaults);
- * nothing of it is kept but copies (host, token, required features).
+ * nothing of it is kept but copies (host, unix_path, token, required features).
  * Thread: any (the new client then belongs to one thread at a time). */
 CLOTHD_API clothd_code clothd_connect(const clothd_options *o, clothd_client **out, clothd_error *err);
 
@@ -1134,7 +1149,7 @@ CLOTHD_API clothd_code clothd_recv_stats(clothd_client *c, clothd_ticket ticket,
 
 /* A scene name: 1 to 64 bytes of A-Z a-z 0-9 . _ : - (NULL: false). Thread: any. */
 CLOTHD_API bool clothd_scene_name_valid(const char *name);
-/* The weight of `scene` on `endpoint` ("host:port" as written in the
+/* The weight of `scene` on `endpoint` ("host:port" or "unix:PATH" as written in the
  * list): fmix64(fnv1a64(endpoint, one zero byte, scene)), the same number in
  * every clothd client (protocol/placement_vectors.json). NULL reads as "".
  * Thread: any. */
@@ -1157,10 +1172,12 @@ CLOTHD_API const char *clothd_current_scene(const clothd_client *c);
 /* A set of endpoints and a lazy connection to each. */
 typedef struct clothd_shards clothd_shards;
 
-/* Checks and copies `count` endpoints ("host:port", "[v6addr]:port"; each
- * once; spelt the same way by every process, since the hash reads the
- * text) and the options every connection is made with (their host and port
- * are ignored; host and token strings are copied, callbacks and `user` are
+/* Checks and copies `count` endpoints ("host:port", "[v6addr]:port", or
+ * "unix:PATH" for a clothd on this host listening on a Unix socket; "unix:"
+ * and digits only is still host "unix"; each once; spelt the same way by
+ * every process, since the hash reads the text) and the options every
+ * connection is made with (their host, port and unix_path are ignored;
+ * token strings are copied, callbacks and `user` are
  * shared by all connections). Connects to nothing. On success *out owns the
  * set: free it with clothd_shards_free. Thread: any. */
 CLOTHD_API clothd_code clothd_shards_new(const char *const *endpoints, size_t count, const clothd_options *o,
