@@ -9,7 +9,8 @@
 2. from outside the checkout, the venv's python imports the installed
    clothd and clothctl modules and decodes every shared frame test vector;
 3. the installed `clothctl` console script talks to a real clothd
-   (status, create, step, get, exit code 3 without a server), and to one
+   (status, create, step, get, exit code 3 without a server; the same
+   server over its Unix socket, --unix PATH and $CLOTHD_UNIX), and to one
    started with --token-file (ping with --token-file, exit 1 without);
 4. tests/e2e/test_client_numpy.py runs with an interpreter that has numpy
    (this one, else Debian's /usr/bin/python3), so Frame.array is covered;
@@ -48,14 +49,18 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def start_clothd(binary: str, *extra: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([binary, "--port", "0", "--workers", "2", *extra], stdout=subprocess.PIPE,
+def start_clothd(binary: str, *extra: str, unix: str = "") -> tuple[subprocess.Popen, int]:
+    """clothd on an ephemeral port (and with `unix`, on that Unix socket
+    too: its second line says so)."""
+    proc = subprocess.Popen([binary, "--port", "0", "--workers", "2", *extra,
+                             *(["--unix", unix] if unix else [])], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     line = proc.stdout.readline()
     m = BANNER.search(line)
-    if not m:
+    second = proc.stdout.readline() if m and unix else b""
+    if not m or (unix and second != f"clothd listening on unix:{unix}\n".encode()):
         proc.kill()
-        raise SystemExit(f"clothd printed {line!r}")
+        raise SystemExit(f"clothd printed {line!r} {second!r}")
     return proc, int(m.group(2))
 
 
@@ -162,7 +167,8 @@ def main() -> int:
         out = run([ctl, "--help"], cwd=tmp)
         check("clothctl --help", out.returncode == 0 and "status" in out.stdout, out.stderr)
 
-        proc, port = start_clothd(binary)
+        sock = os.path.join(tmp, "clothd.sock")
+        proc, port = start_clothd(binary, unix=sock)
         try:
             base = [ctl, "--port", str(port)]
             out = run(base + ["status"], cwd=tmp)
@@ -175,11 +181,19 @@ def main() -> int:
             check("clothctl step", out.returncode == 0, out.stdout + out.stderr)
             out = run(base + ["get", "1"], cwd=tmp)
             check("clothctl get", out.returncode == 0 and "frame 3" in out.stdout, out.stdout + out.stderr)
+            out = run([ctl, "--unix", sock, "get", "1"], cwd=tmp)
+            check("clothctl --unix get", out.returncode == 0 and "frame 3" in out.stdout, out.stdout + out.stderr)
+            out = run([ctl, "ping"], cwd=tmp, env=dict(os.environ, CLOTHD_UNIX=sock))
+            check("CLOTHD_UNIX clothctl ping", out.returncode == 0 and out.stdout.startswith(f"pong from unix:{sock} "),
+                  out.stdout + out.stderr)
         finally:
             proc.terminate()
             proc.wait(timeout=10)
         out = run(base + ["status"], cwd=tmp)
         check("clothctl without a server exits 3", out.returncode == 3, f"{out.returncode} {out.stderr}")
+        out = run([ctl, "--unix", sock, "status"], cwd=tmp)
+        check("clothctl --unix without a server exits 3 naming unix:PATH", out.returncode == 3 and
+              f"cannot connect to clothd at unix:{sock}: " in out.stderr, f"{out.returncode} {out.stderr}")
 
         token = os.path.join(tmp, "token")
         with open(token, "w") as f:
