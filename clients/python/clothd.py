@@ -137,6 +137,8 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "TOKEN_ENV",
+    "UNIX_PREFIX",
+    "UNIX_PATH_MAX",
     "__version__",
     "Scene",
     "ShardedClient",
@@ -1004,8 +1006,8 @@ class Client:
         server refuses the token."""
         if self._sock is not None:
             return self
-        unix = self.unix_socket is not None
-        family = getattr(socket, "AF_UNIX", None) if unix else socket.AF_INET
+        unix = self.unix_socket
+        family = getattr(socket, "AF_UNIX", None) if unix is not None else socket.AF_INET
         try:
             if family is None:
                 raise OSError(f"this Python has no AF_UNIX sockets ({sys.platform})")
@@ -1016,8 +1018,8 @@ class Client:
             if self.rcvbuf is not None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
             sock.settimeout(self.timeout)
-            if unix:
-                sock.connect(self.unix_socket)
+            if unix is not None:
+                sock.connect(unix)
             else:
                 sock.connect((self.host, self.port))
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
