@@ -303,7 +303,7 @@ class IncompatibleServer(ClothdError):
     such as a :class:`ShardedClient`'s endpoint without scenes (a clothd
     from before scenes would take ``"scene"`` as an unknown member, warn,
     and mix every scene's instances). ``endpoint`` names it
-    (``"host:port"``). Code ``"incompatible_server"``, which the server
+    (``"host:port"`` or ``"unix:PATH"``). Code ``"incompatible_server"``, which the server
     never sends: the client raises it before sending anything."""
 
     code_name = "incompatible_server"
@@ -2338,7 +2338,8 @@ def place_scene(endpoints: Sequence[str], scene: str) -> str:
 
 class EndpointUnavailable(ConnectionError):
     """The server that serves a scene cannot be reached (refused, reset,
-    timed out, closed). ``endpoint`` names it (``"10.0.0.7:7878"``),
+    timed out, closed). ``endpoint`` names it (``"10.0.0.7:7878"``, or
+    ``"unix:/run/clothd.sock"``),
     ``scene`` the scene asked for (None when none was).
 
     A :class:`ShardedClient` never sends the scene elsewhere instead: its
