@@ -125,6 +125,13 @@ bool ct_server_start_unix(ct_server *s, const char *const *args)
     return server_start(s, args, 0);
 }
 
+bool ct_server_start_unix_at(ct_server *s, const char *path, const char *const *args)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->unix_path, sizeof s->unix_path, "%s", path);
+    return server_start(s, args, 0);
+}
+
 /* The socket file (if the server could not remove it) and its folder. */
 static void remove_unix_dir(ct_server *s)
 {
@@ -147,7 +154,7 @@ static bool server_start(ct_server *s, const char *const *args, uint16_t port_wa
     snprintf(port, sizeof port, "%u", (unsigned)port_wanted);
     const char *argv[32] = {bin, "--port", port, "--workers", "2"};
     int n = 5;
-    if (s->unix_dir[0] != '\0') {
+    if (s->unix_path[0] != '\0') {
         argv[n++] = "--unix";
         argv[n++] = s->unix_path;
     }
@@ -176,7 +183,7 @@ static bool server_start(ct_server *s, const char *const *args, uint16_t port_wa
     /* The banner, and with --unix the line after it. */
     char line[512];
     size_t len = 0;
-    int lines_wanted = s->unix_dir[0] != '\0' ? 2 : 1;
+    int lines_wanted = s->unix_path[0] != '\0' ? 2 : 1;
     int64_t deadline = ct_now_ms() + 10000;
     while (len < sizeof line - 1) {
         int lines = 0;
@@ -206,7 +213,7 @@ static bool server_start(ct_server *s, const char *const *args, uint16_t port_wa
         return false;
     }
     s->port = (uint16_t)p;
-    if (s->unix_dir[0] != '\0') {
+    if (s->unix_path[0] != '\0') {
         char expected[160];
         snprintf(expected, sizeof expected, "\nclothd listening on unix:%s\n", s->unix_path);
         if (strstr(line, expected) == NULL) {

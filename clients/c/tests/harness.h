@@ -67,8 +67,8 @@ typedef struct ct_server {
     pid_t pid;
     uint16_t port;
     char log[512];
-    char unix_dir[64];   /* ct_server_start_unix's folder ("" without) */
-    char unix_path[108]; /* its socket, unix_dir/clothd.sock */
+    char unix_dir[64];   /* ct_server_start_unix's folder ("" without, or the caller's) */
+    char unix_path[108]; /* --unix's path ("" without): unix_dir/clothd.sock, or the caller's */
 } ct_server;
 
 /* Starts $CLOTHD_BIN --port 0 --workers 2 plus `args` (NULL-terminated,
@@ -78,6 +78,8 @@ bool ct_server_start(ct_server *s, const char *const *args, uint16_t port_wanted
  * removed by ct_server_stop/ct_server_kill), waiting for the second line,
  * "clothd listening on unix:PATH". The shared server is started so. */
 bool ct_server_start_unix(ct_server *s, const char *const *args);
+/* The same at `path` (a restarted server's; its folder stays the caller's). */
+bool ct_server_start_unix_at(ct_server *s, const char *path, const char *const *args);
 /* SIGTERM, and the exit status (0 expected) within 5 s; -1 if it hung or died by a signal. */
 int ct_server_stop(ct_server *s);
 void ct_server_kill(ct_server *s);

@@ -5,7 +5,8 @@
  * goes wrong names "unix:PATH" (nothing listening there, a socket file
  * nobody accepts on, a missing feature), a path too long for sun_path is
  * CLOTHD_E_USAGE naming unix_path; a shard set mixes a "unix:PATH"
- * endpoint with a "host:port" one. */
+ * endpoint with a "host:port" one; a reconnecting client finds a restarted
+ * server at the same path. */
 #include "harness.h"
 
 #include <errno.h>
@@ -243,6 +244,44 @@ static void a_unix_shard_should_serve_its_scenes_beside_a_tcp_one(void)
     rmdir(dir);
 }
 
+static void a_reconnecting_client_should_come_back_on_the_same_socket(void)
+{
+    char dir[64], path[96];
+    REQUIRE(nowhere(dir, sizeof dir, path, sizeof path));
+    ct_server s;
+    if (!ct_server_start_unix_at(&s, path, NULL)) {
+        ct_fail(__FILE__, __LINE__, "start", "clothd --unix %s", path);
+        rmdir(dir);
+        return;
+    }
+    clothd_options o = clothd_options_default();
+    o.unix_path = path;
+    o.reconnect = true;
+    o.reconnect_timeout_ms = 10000;
+    clothd_client *c = NULL;
+    clothd_error err;
+    CHECK(clothd_connect(&o, &c, &err) == CLOTHD_OK, "%s", err.message);
+    clothd_instance id = c ? cloth(c, 3, 3, &err) : (clothd_instance){0};
+    CHECK(id.id != 0, "%s", err.message);
+    CHECK(ct_server_stop(&s) == 0);
+    CHECK(access(path, F_OK) != 0, "clothd removes its socket file when it stops");
+    CHECK(ct_server_start_unix_at(&s, path, NULL), "restart at %s", path);
+    /* The request that meets the drop fails (reconnecting); the next one
+     * waits for the new connection, to the new server (no instance). */
+    clothd_status st = {0};
+    clothd_code rc = c ? clothd_get_status(c, &st, &err) : CLOTHD_E_USAGE;
+    if (rc != CLOTHD_OK) {
+        CHECK(rc == CLOTHD_E_CLOSED && err.reconnecting, "%s: %s", clothd_code_name(rc), err.message);
+        rc = clothd_get_status(c, &st, &err);
+    }
+    CHECK(rc == CLOTHD_OK && st.instance_count == 0, "%s: %zu instances", err.message, st.instance_count);
+    CHECK(c != NULL && clothd_get_client_stats(c).reconnects == 1 && clothd_link_state(c) == CLOTHD_LINK_CONNECTED);
+    clothd_status_free(&st);
+    clothd_close(c);
+    CHECK(ct_server_stop(&s) == 0);
+    rmdir(dir);
+}
+
 static void unix_endpoints_should_be_read_apart_from_host_port(void)
 {
     clothd_shards *s = NULL;
@@ -265,6 +304,7 @@ const ct_test ct_unix_tests[] = {
     {"unix: a path too long for a socket should be refused by name", a_path_too_long_for_a_socket_should_be_refused_by_name, 0},
     {"unix: a missing feature should name the socket", a_missing_feature_should_name_the_socket, 0},
     {"unix: a unix shard should serve its scenes beside a tcp one", a_unix_shard_should_serve_its_scenes_beside_a_tcp_one, 0},
+    {"unix: a reconnecting client should come back on the same socket", a_reconnecting_client_should_come_back_on_the_same_socket, 30},
     {"unix: endpoints should be read apart from host:port", unix_endpoints_should_be_read_apart_from_host_port, 0},
     {NULL, NULL, 0},
 };
