@@ -121,6 +121,7 @@ class Server:
             chunk = os.read(fd, 4096)
             if not chunk:
                 code = self.proc.wait(timeout=STOP_TIMEOUT)
+                self._cleanup()  # its --unix folder too
                 raise AssertionError(f"clothd exited ({code}) before its banner: {data!r}; "
                                      f"stderr: {self.stderr()!r}")
             data += chunk
