@@ -13,7 +13,8 @@ an "after" build) and, for each, measures in one interleaved run:
    fast as it can (counting them, and the frames it missed: a subscriber
    that keeps up misses none), over TCP, then (a binary with `--unix`) the
    same 4 over the server's Unix socket: a game server's subscribers on the
-   same host. The stepping client stays on TCP. The rounds alternate the
+   same host, then the same 4 over TCP asking for quantized frames (about
+   half the bytes). The stepping client stays on TCP. The rounds alternate the
    cases and the binaries, so that a drifting machine hits every case alike.
    Also the server's CPU per step, split into the loop thread and the rest
    (the workers), from /proc/PID/task/*/schedstat (nanoseconds).
@@ -208,16 +209,18 @@ class OthersMeter:
 
 # ---- subscribers: separate processes ---------------------------------------
 
-def subscriber_main(address):
+def subscriber_main(address, quantize=False):
     """Subscribes to every instance (address: a TCP port on 127.0.0.1 or
-    "unix:PATH") and reads as fast as it can until stdin closes; then prints
-    `frames missed bytes cpu_seconds` and exits."""
+    "unix:PATH"; quantized frames if asked) and reads as fast as it can
+    until stdin closes; then prints `frames missed bytes cpu_seconds` and
+    exits."""
     if address.startswith("unix:"):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(address[len("unix:"):])
     else:
         sock = socket.create_connection(("127.0.0.1", int(address)))
-    sock.sendall(b'{"id":1,"cmd":"subscribe"}\n')
+    sock.sendall(b'{"id":1,"cmd":"subscribe","quantize":true}\n' if quantize
+                 else b'{"id":1,"cmd":"subscribe"}\n')
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     cpu0 = sum(os.times()[:2])
@@ -268,9 +271,9 @@ def subscriber_main(address):
 
 
 class Subscribers:
-    def __init__(self, address, count):
+    def __init__(self, address, count, quantize=False):
         self.procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
-                                        "--subscriber", address],
+                                        "--subscriber", address] + (["--quantize"] if quantize else []),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for _ in range(count)]
         for p in self.procs:
@@ -331,26 +334,27 @@ def run_steps(server, client, steps):
     return times, loop1 - loop0, all1 - all0
 
 
-# The cases: (key, subscribers, over the Unix socket).
-CASES = (("subs0", 0, False), (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False),
-         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True))
+# The cases: (key, subscribers, over the Unix socket, quantized frames).
+CASES = (("subs0", 0, False, False), (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False, False),
+         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True, False),
+         (f"quant{SUBSCRIBERS}", SUBSCRIBERS, False, True))
 
 
 def run_capes(servers, rounds, steps, log):
     clients = {s.label: setup_capes(s) for s in servers}
     meter = OthersMeter(servers)
     res = {s.label: {key: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0, "sub_cpu": 0.0}
-                     for key, _, _ in CASES} for s in servers}
+                     for key, _, _, _ in CASES} for s in servers}
     for rnd in range(rounds):
         order = servers if rnd % 2 == 0 else servers[::-1]
         cases = CASES if rnd % 2 == 0 else CASES[::-1]
         for s in order:
-            for key, n, over_unix in cases:
+            for key, n, over_unix, quantize in cases:
                 if over_unix and s.unix is None:
                     continue
                 log(f"  capes: round {rnd + 1}/{rounds}, {s.label}, {n} subscribers"
-                    f"{' (Unix socket)' if over_unix else ''} ...")
-                subs = Subscribers(s.address(over_unix), n) if n else None
+                    f"{' (Unix socket)' if over_unix else ''}{' (quantized)' if quantize else ''} ...")
+                subs = Subscribers(s.address(over_unix), n, quantize) if n else None
                 # let the subscribers' current frames go out before timing
                 run_steps(s, clients[s.label], 3)
                 t, loop_ns, all_ns = run_steps(s, clients[s.label], steps)
@@ -372,7 +376,7 @@ def run_capes(servers, rounds, steps, log):
                "iters": CAPE_ITERS, "workers": WORKERS, "rounds": rounds,
                "steps_per_round": steps, "other_processes_cores": others,
                "load_before": LOAD_BEFORE}
-        for key, n, _ in CASES:
+        for key, n, _, _ in CASES:
             r = res[s.label][key]
             count = len(r["t"])
             if count == 0:
@@ -459,9 +463,10 @@ def print_tables(capes, tiny):
             f"{'subs µs/step':>12}")
     print(head)
     print("-" * len(head))
-    names = {"subs0": "none", f"subs{n}": f"{n} over TCP", f"unix{n}": f"{n} over Unix"}
+    names = {"subs0": "none", f"subs{n}": f"{n} over TCP", f"unix{n}": f"{n} over Unix",
+             f"quant{n}": f"{n} quantized"}
     for r in capes:
-        for key, count, _ in CASES:
+        for key, count, _, _ in CASES:
             if f"{key}_p50_ms" not in r:
                 continue
             added = f"{r[f'{key}_added_p50_pct']:>6.1f}%" if count else f"{'':>7}"
@@ -490,8 +495,8 @@ def print_tables(capes, tiny):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--subscriber":
-        subscriber_main(sys.argv[2])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--subscriber":
+        subscriber_main(sys.argv[2], quantize=sys.argv[3:] == ["--quantize"])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clothd", action="append", metavar="[LABEL=]PATH",

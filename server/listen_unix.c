@@ -1,9 +1,8 @@
 /* The Unix-socket listener (--unix PATH), beside the TCP one: the same
- * protocol, byte for byte, for clients on the same host. A frame set costs
- * the kernel far less over a Unix socket than over TCP loopback, which
- * processes every segment as a network packet (a 789 KB write: ~50 µs of
- * the writer's CPU against ~140 µs, and about half the reader's: bench/
- * README.md), as Redis offers `unixsocket` beside its port.
+ * protocol, byte for byte, for clients on the same host, as Redis offers
+ * `unixsocket` beside its port: who may connect is the file's permissions,
+ * no port is exposed, and round trips are a little shorter (bench/
+ * README.md, section 6).
  *
  * At start-up a socket file left at PATH by a server that is gone is
  * replaced; a live one (a connect succeeds) or anything that is not a
