@@ -219,6 +219,7 @@ static void free_derived(cd_instance *inst)
     free(c->rest);
     free(c->lambda);
     free(c->colours);
+    free(c->part_colour);
     free(c->compliance_scale);
     *c = (cd_constraints){0};
 }

@@ -144,3 +144,28 @@ Test(solver_parts, a_mesh_numbered_at_random_should_keep_whole_colours)
     free(t);
     free(number);
 }
+
+/* A tear derives a mesh cloth's constraints again (mesh_cloth.c): its
+ * parts are cut again, and the old ones freed (the ASan run of the unit
+ * tests finds a leak otherwise). */
+Test(solver_parts, a_mesh_derived_again_should_be_cut_again)
+{
+    cd_world *world = fx_world();
+    cd_cloth_def def = cd_default_cloth_def();
+    def.width = def.height = 64;
+    def.tear_strain = 0.3f; /* a tearable grid is built as a mesh */
+    cd_instance *cloth = fx_cloth(world, &def);
+    cr_assert_eq(cloth->coloured.part_count, 2u);
+    for (int again = 0; again < 2; again++) {
+        cr_assert(cd_mesh_cloth_derive(cloth));
+        const cd_constraints *c = &cloth->coloured;
+        cr_assert_eq(c->part_count, 2u);
+        uint32_t *seen = calloc(cloth->particle_count, sizeof *seen), stamp = 0, total = 0;
+        cr_assert_not_null(seen);
+        for (uint32_t p = 0; p <= c->part_count; p++)
+            total += check_part(cloth, p, seen, &stamp);
+        cr_assert_eq(total, cloth->constraint_count);
+        free(seen);
+    }
+    cd_world_destroy(world);
+}
