@@ -162,8 +162,11 @@ static float shifted(float v, float o)
  * in a local frame; velocities and normals pass a zero origin. */
 static void put_floats(uint8_t *p, const float *values, uint32_t count, const float origin[3])
 {
-    for (size_t i = 0; i < (size_t)3 * count; i++, p += 4)
-        put_f32(p, shifted(values[i], origin[i % 3]));
+    for (uint32_t i = 0; i < count; i++, values += 3, p += 12) { /* one particle at a time */
+        put_f32(p, shifted(values[0], origin[0]));
+        put_f32(p + 4, shifted(values[1], origin[1]));
+        put_f32(p + 8, shifted(values[2], origin[2]));
+    }
 }
 
 static void get_floats(const uint8_t *p, float *out, uint32_t count)
