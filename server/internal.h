@@ -220,7 +220,6 @@ struct cd_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_pipe_t unix_listener; /* --unix (listen_unix.c) */
-    bool unix_open;          /* unix_listener initialised */
     bool unix_bound;         /* its socket file is ours to remove */
     uv_async_t wake; /* the pool's "jobs done" */
     uv_signal_t sigint, sigterm;

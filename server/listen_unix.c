@@ -20,27 +20,32 @@
 
 #include "internal.h"
 
-/* 0, or a libuv error (printed) when PATH holds something to keep. */
+/* Prints why `path` cannot be served and returns `rc`. */
+static int refuse(const char *path, int rc, const char *why)
+{
+    fprintf(stderr, "clothd: --unix %s: %s\n", path, why != NULL ? why : uv_strerror(rc));
+    return rc;
+}
+
+/* 0 when PATH is free (a stale socket file removed), else a libuv error,
+ * printed: PATH holds something to keep, or could not be checked. */
 static int clear_stale_socket(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : uv_translate_sys_error(errno);
-    if (!S_ISSOCK(st.st_mode)) {
-        fprintf(stderr, "clothd: --unix %s: the path exists and is not a socket\n", path);
-        return UV_EEXIST;
-    }
+        return errno == ENOENT ? 0 : refuse(path, uv_translate_sys_error(errno), NULL);
+    if (!S_ISSOCK(st.st_mode))
+        return refuse(path, UV_EEXIST, "the path exists and is not a socket");
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     memcpy(addr.sun_path, path, strlen(path) + 1); /* fits: the option's size */
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const bool live = fd >= 0 && connect(fd, (const struct sockaddr *)&addr, sizeof addr) == 0;
     if (fd >= 0)
         close(fd);
-    if (live) {
-        fprintf(stderr, "clothd: --unix %s: another server is listening there\n", path);
-        return UV_EADDRINUSE;
-    }
-    return unlink(path) == 0 || errno == ENOENT ? 0 : uv_translate_sys_error(errno);
+    if (live)
+        return refuse(path, UV_EADDRINUSE, "another server is listening there");
+    return unlink(path) == 0 || errno == ENOENT ? 0
+                                                : refuse(path, uv_translate_sys_error(errno), NULL);
 }
 
 int cd_listen_unix(cd_server *server, uv_connection_cb on_connection)
@@ -49,11 +54,11 @@ int cd_listen_unix(cd_server *server, uv_connection_cb on_connection)
     if (path[0] == '\0')
         return 0;
     int rc = clear_stale_socket(path);
-    if (rc == 0)
-        rc = uv_pipe_init(server->loop, &server->unix_listener, 0);
+    if (rc != 0)
+        return rc;
+    rc = uv_pipe_init(server->loop, &server->unix_listener, 0);
     if (rc == 0) {
         server->unix_listener.data = server;
-        server->unix_open = true;
         rc = uv_pipe_bind(&server->unix_listener, path);
     }
     if (rc == 0) {
@@ -62,12 +67,9 @@ int cd_listen_unix(cd_server *server, uv_connection_cb on_connection)
     }
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&server->unix_listener, 128, on_connection);
-    if (rc != 0) {
-        if (rc != UV_EEXIST && rc != UV_EADDRINUSE)
-            fprintf(stderr, "clothd: cannot listen on unix:%s: %s\n", path, uv_strerror(rc));
-        return rc;
-    }
-    return 0; /* announced after the TCP banner (server.c) */
+    if (rc != 0)
+        fprintf(stderr, "clothd: cannot listen on unix:%s: %s\n", path, uv_strerror(rc));
+    return rc; /* 0: announced after the TCP banner (server.c) */
 }
 
 void cd_unix_remove(cd_server *server)
