@@ -21,7 +21,6 @@
  * (cd_colour_tets). */
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "internal.h"
 
@@ -97,13 +96,13 @@ static uint32_t part_of(uint32_t particle, uint32_t n, uint32_t parts)
 static uint32_t choose_parts(const cd_instance *inst, uint32_t *part)
 {
     const uint32_t n = inst->particle_count, m = inst->constraint_count;
-    uint32_t parts = n / CD_PART_PARTICLES;
-    parts = parts < CD_PARTS_MAX ? parts : CD_PARTS_MAX;
-    parts = parts < 2 ? 2 : parts; /* from the team's smallest instance on */
     if (inst->team == NULL) {
         memset(part, 0, sizeof(uint32_t) * m);
         return 0;
     }
+    uint32_t parts = n / CD_PART_PARTICLES;
+    parts = parts < CD_PARTS_MAX ? parts : CD_PARTS_MAX;
+    parts = parts < 2 ? 2 : parts; /* from the team's smallest instance on */
     uint32_t boundary = 0;
     for (uint32_t i = 0; i < m; i++) {
         const uint32_t pa = part_of(inst->constraints[i].a, n, parts),
@@ -139,7 +138,7 @@ bool cd_colour_constraints(cd_instance *inst)
         const cd_group *gr = &inst->groups[g];
         group_colours[g] = colour_group(inst->constraints, gr->begin, gr->end, n, mask,
                                         colour_of + gr->begin);
-        key_first[g + 1] = key_first[g] + (parts ? span : 1) * group_colours[g];
+        key_first[g + 1] = key_first[g] + span * group_colours[g];
     }
     free(mask);
     const uint32_t keys = ok ? key_first[CD_GROUP_COUNT] : 0;
