@@ -128,9 +128,10 @@ TSAN_RUN := TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
 # Which e2e cases race commands against steps, feed garbage, or are about
 # concurrency: the short sanitizer runs of `make check`.
 E2E_SAN_SHORT  := -k test_races -k test_ordering -k test_robustness -k test_strict_input -k test_errors \
-                  -k test_lifecycle -k test_snapshots -k test_replay -k test_scenes -k test_unix_socket
+                  -k test_lifecycle -k test_snapshots -k test_replay -k test_scenes -k test_unix_socket \
+                  -k test_shm_frames
 E2E_TSAN_SHORT := -k test_races -k test_ordering -k test_subscribe -k test_backpressure -k test_robustness \
-                  -k test_determinism -k test_snapshots -k test_scenes
+                  -k test_determinism -k test_snapshots -k test_scenes -k test_shm_frames
 
 # The unit tests under ASan with leak detection on. Criterion runs each test
 # in a worker process whose leak report it ignores (it even calls the test

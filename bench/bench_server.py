@@ -14,7 +14,10 @@ an "after" build) and, for each, measures in one interleaved run:
    that keeps up misses none), over TCP, then (a binary with `--unix`) the
    same 4 over the server's Unix socket: a game server's subscribers on the
    same host, then the same 4 over TCP asking for quantized frames (about
-   half the bytes). The stepping client stays on TCP. The rounds alternate the
+   half the bytes), then the same 4 over TCP asking for shared-memory
+   frames (`"shm":true`: the socket carries 56-byte references, each
+   subscriber copies every frame out of the server's ring and checks that
+   it was not overwritten meanwhile). The stepping client stays on TCP. The rounds alternate the
    cases and the binaries, so that a drifting machine hits every case alike.
    Also the server's CPU per step, split into the loop thread and the rest
    (the workers), from /proc/PID/task/*/schedstat (nanoseconds).
@@ -118,6 +121,8 @@ class Server:
         # A binary from before --unix has no Unix-socket case.
         helps = subprocess.run([path, "--help"], capture_output=True, text=True).stdout
         self.unix = None
+        # A binary from before subscribe's "shm" has no shared-memory case.
+        self.shm = "--shm-mb" in helps
         args = [path, "--port", "0", "--workers", str(workers)]
         if "--unix " in helps:
             self.unix_dir = tempfile.mkdtemp(prefix="clothd-bench-")
@@ -209,18 +214,31 @@ class OthersMeter:
 
 # ---- subscribers: separate processes ---------------------------------------
 
-def subscriber_main(address, quantize=False):
+def open_ring(reply_line):
+    """The shared-memory ring a `"shm":true` subscribe reply names:
+    (mapping, data size)."""
+    import mmap
+    ring = json.loads(reply_line)["shm"]
+    fd = os.open("/dev/shm" + ring["name"], os.O_RDONLY)
+    try:
+        return mmap.mmap(fd, 0, prot=mmap.PROT_READ), ring["size"]
+    finally:
+        os.close(fd)
+
+
+def subscriber_main(address, mode="plain"):
     """Subscribes to every instance (address: a TCP port on 127.0.0.1 or
-    "unix:PATH"; quantized frames if asked) and reads as fast as it can
-    until stdin closes; then prints `frames missed bytes cpu_seconds` and
-    exits."""
+    "unix:PATH"; mode "plain", "quantize" or "shm") and reads every frame as
+    fast as it can until stdin closes; then prints `frames missed bytes
+    cpu_seconds` and exits. A shared-memory frame is copied out of the ring
+    and counted only when it was whole (else it is missed)."""
     if address.startswith("unix:"):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(address[len("unix:"):])
     else:
         sock = socket.create_connection(("127.0.0.1", int(address)))
-    sock.sendall(b'{"id":1,"cmd":"subscribe","quantize":true}\n' if quantize
-                 else b'{"id":1,"cmd":"subscribe"}\n')
+    options = {"plain": "", "quantize": ',"quantize":true', "shm": ',"shm":true'}[mode]
+    sock.sendall(b'{"id":1,"cmd":"subscribe"%s}\n' % options.encode())
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     cpu0 = sum(os.times()[:2])
@@ -229,6 +247,7 @@ def subscriber_main(address, quantize=False):
     have = 0
     frames = missed = total = 0
     last = {}
+    ring = size = None
     stdin = sys.stdin.fileno()
     while True:
         ready, _, _ = select.select([sock, stdin], [], [])
@@ -244,20 +263,29 @@ def subscriber_main(address, quantize=False):
             if buf[pos] == 0x89:
                 if have - pos < 40:
                     break
-                length, inst = struct.unpack_from("<II", buf, pos + 8)
+                flags, length, inst = struct.unpack_from("<HII", buf, pos + 6)
                 if have - pos < length:
                     break
                 frame = struct.unpack_from("<Q", buf, pos + 16)[0]
+                pos += length
+                if flags & 8:  # a reference: the frame is in the ring
+                    at, flen = struct.unpack_from("<QI", buf, pos - length + 40)
+                    start = 4096 + at % size
+                    data = ring[start:start + flen]
+                    total += len(data)
+                    if struct.unpack_from("<Q", ring, 24)[0] > at + size:
+                        continue  # overwritten while it was copied: missed
                 prev = last.get(inst)
                 if prev is not None and frame > prev + 1:
                     missed += frame - prev - 1
                 last[inst] = frame
                 frames += 1
-                pos += length
             else:
                 nl = buf.find(b"\n", pos, have)
                 if nl < 0:
                     break
+                if mode == "shm" and ring is None:
+                    ring, size = open_ring(bytes(buf[pos:nl]))
                 pos = nl + 1
         if pos:
             buf[:have - pos] = buf[pos:have]
@@ -271,9 +299,9 @@ def subscriber_main(address, quantize=False):
 
 
 class Subscribers:
-    def __init__(self, address, count, quantize=False):
+    def __init__(self, address, count, mode="plain"):
         self.procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
-                                        "--subscriber", address] + (["--quantize"] if quantize else []),
+                                        "--subscriber", address, mode],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for _ in range(count)]
         for p in self.procs:
@@ -334,10 +362,11 @@ def run_steps(server, client, steps):
     return times, loop1 - loop0, all1 - all0
 
 
-# The cases: (key, subscribers, over the Unix socket, quantized frames).
-CASES = (("subs0", 0, False, False), (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False, False),
-         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True, False),
-         (f"quant{SUBSCRIBERS}", SUBSCRIBERS, False, True))
+# The cases: (key, subscribers, over the Unix socket, the subscribers' mode).
+CASES = (("subs0", 0, False, "plain"), (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False, "plain"),
+         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True, "plain"),
+         (f"quant{SUBSCRIBERS}", SUBSCRIBERS, False, "quantize"),
+         (f"shm{SUBSCRIBERS}", SUBSCRIBERS, False, "shm"))
 
 
 def run_capes(servers, rounds, steps, log):
@@ -349,12 +378,14 @@ def run_capes(servers, rounds, steps, log):
         order = servers if rnd % 2 == 0 else servers[::-1]
         cases = CASES if rnd % 2 == 0 else CASES[::-1]
         for s in order:
-            for key, n, over_unix, quantize in cases:
+            for key, n, over_unix, mode in cases:
                 if over_unix and s.unix is None:
                     continue
                 log(f"  capes: round {rnd + 1}/{rounds}, {s.label}, {n} subscribers"
-                    f"{' (Unix socket)' if over_unix else ''}{' (quantized)' if quantize else ''} ...")
-                subs = Subscribers(s.address(over_unix), n, quantize) if n else None
+                    f"{' (Unix socket)' if over_unix else ''}{'' if mode == 'plain' else f' ({mode})'} ...")
+                if mode == "shm" and not s.shm:
+                    continue
+                subs = Subscribers(s.address(over_unix), n, mode) if n else None
                 # let the subscribers' current frames go out before timing
                 run_steps(s, clients[s.label], 3)
                 t, loop_ns, all_ns = run_steps(s, clients[s.label], steps)
@@ -464,7 +495,7 @@ def print_tables(capes, tiny):
     print(head)
     print("-" * len(head))
     names = {"subs0": "none", f"subs{n}": f"{n} over TCP", f"unix{n}": f"{n} over Unix",
-             f"quant{n}": f"{n} quantized"}
+             f"quant{n}": f"{n} quantized", f"shm{n}": f"{n} shm"}
     for r in capes:
         for key, count, _, _ in CASES:
             if f"{key}_p50_ms" not in r:
@@ -495,8 +526,8 @@ def print_tables(capes, tiny):
 
 
 def main():
-    if len(sys.argv) in (3, 4) and sys.argv[1] == "--subscriber":
-        subscriber_main(sys.argv[2], quantize=sys.argv[3:] == ["--quantize"])
+    if len(sys.argv) == 4 and sys.argv[1] == "--subscriber":
+        subscriber_main(sys.argv[2], sys.argv[3])
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clothd", action="append", metavar="[LABEL=]PATH",

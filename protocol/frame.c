@@ -24,6 +24,12 @@
  *            6N  u16 velocity x, y, z per particle, the same rule]   bit 1
  *          [4N   u16 u, v per particle: the normal, octahedral]      bit 2
  *
+ * A reference (flags bit 3, subscribe's "shm") is the 40-byte header of
+ * the frame it names, with bit 3 added and length 56, then:
+ *       40    8  u64 the frame's position in the shared-memory ring
+ *       48    4  u32 the frame's length
+ *       52    4  u32 reserved (0)
+ *
  * Frames without bits 1 and 2 are byte for byte what they were before the
  * channels existed. Every field is little-endian and written byte by byte,
  * so the encoding is the same on any host and no unaligned or type-punned
@@ -348,6 +354,22 @@ void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, dou
     cd_frame_encode_content(out, CD_FRAME_FLAG_QUANTIZED, &c);
 }
 
+void cd_frame_encode_shared(uint8_t *out, const uint8_t *frame, uint32_t len, uint64_t position)
+{
+    memcpy(out, frame, CD_FRAME_HEADER_SIZE);
+    put_u16(out + 6, (uint16_t)(get_u16(frame + 6) | CD_FRAME_FLAG_SHARED));
+    put_u32(out + 8, CD_FRAME_SHARED_SIZE);
+    put_u64(out + 40, position);
+    put_u32(out + 48, len);
+    put_u32(out + 52, 0);
+}
+
+void cd_frame_decode_shared(const uint8_t *data, uint64_t *position, uint32_t *len)
+{
+    *position = get_u64(data + 40);
+    *len = get_u32(data + 48);
+}
+
 void cd_frame_decode_positions(const uint8_t *data, const cd_frame_header *h, float *out)
 {
     if (h->flags & CD_FRAME_FLAG_QUANTIZED)
@@ -408,10 +430,13 @@ cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_heade
     if (h.version != CD_FRAME_VERSION)
         return cd_fail(err, CD_E_INVALID_ARGUMENT, "frame: unsupported version %u (expected %u)",
                        (unsigned)h.version, CD_FRAME_VERSION);
-    if (h.flags & ~CD_FRAME_FLAGS_KNOWN)
+    const uint16_t known = CD_FRAME_FLAGS_KNOWN | CD_FRAME_FLAG_SHARED;
+    if (h.flags & ~known)
         return cd_fail(err, CD_E_INVALID_ARGUMENT, "frame: unknown flags 0x%04x",
-                       (unsigned)(h.flags & ~CD_FRAME_FLAGS_KNOWN));
-    size_t expected = cd_frame_size_flags(h.count, h.flags);
+                       (unsigned)(h.flags & ~known));
+    size_t expected = (h.flags & CD_FRAME_FLAG_SHARED)
+                          ? CD_FRAME_SHARED_SIZE
+                          : cd_frame_size_flags(h.count, h.flags);
     if ((uint64_t)h.length != (uint64_t)expected)
         return cd_fail(err, CD_E_INVALID_ARGUMENT,
                        "frame: length %" PRIu32 " does not match %" PRIu32 " particles (%zu bytes)",

@@ -128,6 +128,10 @@ typedef struct cd_frame_options {
     /* the channels after the positions: CD_FRAME_FLAG_VELOCITIES and/or
      * CD_FRAME_FLAG_NORMALS, 0 for positions alone (the default) */
     uint16_t channels;
+    /* the frames go into the server's shared-memory ring and the
+     * connection receives 56-byte references to them (flags bit 3;
+     * PROTOCOL.md "Shared-memory frames") */
+    bool shm;
 } cd_frame_options;
 
 #define CD_FRAME_EVERY_MAX 1000u
@@ -344,6 +348,13 @@ char *cd_status_text(const cd_instance_info *infos, uint32_t count);
 #define CD_FRAME_FLAG_VELOCITIES 0x0002u
 #define CD_FRAME_FLAG_NORMALS 0x0004u
 #define CD_FRAME_FLAGS_KNOWN 0x0007u
+/* flags bit 3: not a frame but a reference to one in the server's
+ * shared-memory ring (subscribe's "shm"): the header of the frame it
+ * names (flags | bit 3, length CD_FRAME_SHARED_SIZE), then u64 the frame's
+ * position in the ring's data (a running byte count: the offset is
+ * position mod the ring's size) and u32 its length, u32 reserved (0). */
+#define CD_FRAME_FLAG_SHARED 0x0008u
+#define CD_FRAME_SHARED_SIZE 56u
 #define CD_FRAME_QUANTIZED_PREFIX 24u /* f32[3] min, f32[3] max after the header */
 
 /* The frame flags a subscription's frames carry: its form. */
@@ -398,6 +409,9 @@ size_t cd_frame_size_quantized(uint32_t count);
  * the same rule in their own box. */
 void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, double time,
                                const float *positions, uint32_t count);
+/* Writes the CD_FRAME_SHARED_SIZE-byte reference to `frame` (an encoded
+ * frame of `len` bytes) at ring position `position` into `out`. */
+void cd_frame_encode_shared(uint8_t *out, const uint8_t *frame, uint32_t len, uint64_t position);
 /* A normal in 2 x 16 bits (octahedral, computed in double): with
  * s = |x| + |y| + |z|, u = x / s, v = y / s, folded when z < 0 to
  * ((1 - |v|) sgn u, (1 - |u|) sgn v) (sgn 0 = +1), each stored as
@@ -408,9 +422,10 @@ void cd_frame_octahedral_encode(const float n[3], uint16_t out[2]);
 /* The inverse, unit length (in double, rounded to float); (0, 0) gives
  * (0, 0, 0). */
 void cd_frame_octahedral_decode(const uint16_t q[2], float out[3]);
-/* Checks magic, version, flags (bits 0-2 are known) and length
- * (cd_frame_size_flags) against `len`; CD_E_INVALID_ARGUMENT with a
- * message otherwise. Positions start at CD_FRAME_HEADER_SIZE. */
+/* Checks magic, version, flags (bits 0-3 are known) and length
+ * (cd_frame_size_flags; CD_FRAME_SHARED_SIZE with bit 3) against `len`;
+ * CD_E_INVALID_ARGUMENT with a message otherwise. Positions start at
+ * CD_FRAME_HEADER_SIZE. */
 cd_status cd_frame_decode_header(const uint8_t *data, size_t len, cd_frame_header *out,
                                  cd_error *err);
 /* Decodes the positions of a frame whose header `h` was read by
@@ -421,5 +436,8 @@ void cd_frame_decode_positions(const uint8_t *data, const cd_frame_header *h, fl
  * nothing written, when the frame does not carry them. */
 bool cd_frame_decode_velocities(const uint8_t *data, const cd_frame_header *h, float *out);
 bool cd_frame_decode_normals(const uint8_t *data, const cd_frame_header *h, float *out);
+/* The ring position and length a reference (flags bit 3, checked by
+ * cd_frame_decode_header) names. */
+void cd_frame_decode_shared(const uint8_t *data, uint64_t *position, uint32_t *len);
 
 #endif

@@ -617,8 +617,8 @@ static cd_status parse_get(const cJSON *obj, const cd_limits *lim, cd_request *r
     return item ? cd_json_bool(item, "normals", &req->as.get.normals, err) : CD_OK;
 }
 
-/* subscribe: the instances, then the frame options "quantize", "every" and
- * "channels". */
+/* subscribe: the instances, then the frame options "quantize", "every",
+ * "channels" and "shm". */
 static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,
                                  cd_error *err)
 {
@@ -628,6 +628,7 @@ static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_requ
     cd_frame_options *opts = &req->as.subscribe.options;
     opts->quantize = false;
     opts->every = 1;
+    opts->shm = false;
     const cJSON *quantize = cd_json_member(obj, "quantize");
     if (quantize && (st = cd_json_bool(quantize, "quantize", &opts->quantize, err)) != CD_OK)
         return st;
@@ -638,7 +639,10 @@ static cd_status parse_subscribe(const cJSON *obj, const cd_limits *lim, cd_requ
             return st;
         opts->every = (uint32_t)k;
     }
-    return read_channels(cd_json_member(obj, "channels"), &opts->channels, err);
+    if ((st = read_channels(cd_json_member(obj, "channels"), &opts->channels, err)) != CD_OK)
+        return st;
+    const cJSON *shm = cd_json_member(obj, "shm");
+    return shm ? cd_json_bool(shm, "shm", &opts->shm, err) : CD_OK;
 }
 
 static cd_status parse_unsubscribe(const cJSON *obj, const cd_limits *lim, cd_request *req,

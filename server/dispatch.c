@@ -666,6 +666,19 @@ static cd_id_list subscription_list(const cd_request *req)
     return req->as.subscribe.instances;
 }
 
+/* "shm": a client on this host, and the ring made; else the error sent. */
+static bool shm_ready(cd_conn *conn, const cd_request *req)
+{
+    cd_error err;
+    if (!cd_conn_is_local(conn))
+        cd_fail(&err, CD_E_INVALID_ARGUMENT,
+                "shm: only for a client on clothd's host (the Unix socket or a loopback address)");
+    else if (cd_shm_open(conn->server, &err))
+        return true;
+    cd_conn_send_error(conn, req->id, &err);
+    return false;
+}
+
 cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
 {
     cd_id_list list = subscription_list(req);
@@ -673,6 +686,11 @@ cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
     cd_id *ids = cd_resolve_ids(conn, req, &list, &count);
     if (ids == NULL)
         return CD_DISPATCH_DONE;
+    const bool shm = req->as.subscribe.options.shm;
+    if (shm && !shm_ready(conn, req)) {
+        free(ids);
+        return CD_DISPATCH_DONE;
+    }
     /* A scene's: its instances now and those created in it later. */
     const bool scene = list.all && req->has_scene;
     if (scene && !add_scene_subscription(conn, req, &req->as.subscribe.options)) {
@@ -702,6 +720,11 @@ cd_dispatch_result cd_cmd_subscribe(cd_conn *conn, const cd_request *req)
         cJSON *arr = cJSON_AddArrayToObject(reply, "instances");
         for (uint32_t i = 0; i < count; i++)
             cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+    }
+    if (shm) {
+        cJSON *ring = cJSON_AddObjectToObject(reply, "shm");
+        cJSON_AddStringToObject(ring, "name", conn->server->shm_name);
+        cJSON_AddNumberToObject(ring, "size", (double)conn->server->shm.size);
     }
     cd_conn_send_reply(conn, reply);
     for (uint32_t i = 0; i < count; i++)

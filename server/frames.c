@@ -111,3 +111,17 @@ void cd_frame_buf_unref(cd_frame_buf *frame)
     if (frame != NULL && --frame->refs == 0)
         free(frame);
 }
+
+cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_buf *frame, uint64_t position)
+{
+    cd_frame_buf *ref = malloc(sizeof *ref + CD_FRAME_SHARED_SIZE);
+    if (ref == NULL)
+        return NULL;
+    ref->refs = 1;
+    ref->instance = frame->instance;
+    ref->particles = frame->particles;
+    ref->flags = frame->flags;
+    ref->len = CD_FRAME_SHARED_SIZE;
+    cd_frame_encode_shared(ref->data, frame->data, (uint32_t)frame->len, position);
+    return ref;
+}

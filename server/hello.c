@@ -11,23 +11,41 @@
  * "hello"), so a client can split its work before it is refused. */
 #include "internal.h"
 
+/* What makes a feature work beyond the protocol itself. */
+typedef enum feature_needs { NEEDS_NOTHING, NEEDS_DATA_DIR, NEEDS_SHM } feature_needs;
+
 /* One row per feature a client can require. "snapshots" and "recording"
- * are listed only when --data-dir makes save/load and record/replay work. */
+ * are listed only when --data-dir makes save/load and record/replay work,
+ * "shm" unless --shm-mb 0 turned it off. */
 static const struct {
     const char *name;
-    bool needs_data_dir;
+    feature_needs needs;
 } FEATURES[] = {
-    {"warnings", false},  /* unknown members are reported, not ignored */
-    {"strict", false},    /* hello {"strict":true} */
-    {"scenes", false},    /* scene members, scene/scenes commands */
-    {"ephemeral", false}, /* connection-owned instances and scenes */
-    {"softbody", false},  /* create {"type":"softbody"} */
-    {"mesh", false},      /* create {"mesh":…} garments, painted properties */
-    {"skin", false},      /* skin / skinned motion constraints */
-    {"budget", false},    /* step budgetMs, lod, priority */
-    {"snapshots", true},  /* save / load (memory snapshots work without it) */
-    {"recording", true},  /* record / replay / journals */
+    {"warnings", NEEDS_NOTHING},  /* unknown members are reported, not ignored */
+    {"strict", NEEDS_NOTHING},    /* hello {"strict":true} */
+    {"scenes", NEEDS_NOTHING},    /* scene members, scene/scenes commands */
+    {"ephemeral", NEEDS_NOTHING}, /* connection-owned instances and scenes */
+    {"softbody", NEEDS_NOTHING},  /* create {"type":"softbody"} */
+    {"mesh", NEEDS_NOTHING},      /* create {"mesh":…} garments, painted properties */
+    {"skin", NEEDS_NOTHING},      /* skin / skinned motion constraints */
+    {"budget", NEEDS_NOTHING},    /* step budgetMs, lod, priority */
+    {"snapshots", NEEDS_DATA_DIR}, /* save / load (memory snapshots work without it) */
+    {"recording", NEEDS_DATA_DIR}, /* record / replay / journals */
+    {"shm", NEEDS_SHM},           /* subscribe {"shm":true}: frames in shared memory */
 };
+
+static bool feature_works(feature_needs needs, const cd_server_options *opts)
+{
+    switch (needs) {
+    case NEEDS_DATA_DIR:
+        return opts->data_dir[0] != '\0';
+    case NEEDS_SHM:
+        return opts->shm_mb > 0;
+    case NEEDS_NOTHING:
+        break;
+    }
+    return true;
+}
 
 static void add_limits(cJSON *reply, const cd_server_options *opts)
 {
@@ -59,7 +77,7 @@ cd_dispatch_result cd_cmd_hello(cd_conn *conn, const cd_request *req)
     const cd_server_options *opts = &conn->server->opts;
     cJSON *features = cJSON_AddArrayToObject(reply, "features");
     for (size_t i = 0; features != NULL && i < sizeof FEATURES / sizeof FEATURES[0]; i++)
-        if (!FEATURES[i].needs_data_dir || opts->data_dir[0] != '\0')
+        if (feature_works(FEATURES[i].needs, opts))
             cJSON_AddItemToArray(features, cJSON_CreateString(FEATURES[i].name));
     add_limits(reply, opts);
     cd_conn_send_reply(conn, reply);

@@ -7,6 +7,7 @@
  *   stepper.c  step batches on the worker pool, completion, frame fan-out
  *   budget.c   the step budget's plan: levels of detail from predicted costs
  *   frames.c   reference-counted encoded frames
+ *   shm.c      shared-memory frames: the ring's object, references (shm_ring.c: its layout)
  *   metrics.c  counters, the log lines of events, `stats`, Prometheus text
  *   health.c   the HTTP ports: /healthz, /readyz, /metrics
  *   log.c      the log line writer
@@ -32,6 +33,7 @@
 #include "metrics.h"
 #include "pool.h"
 #include "server.h"
+#include "shm_ring.h"
 
 typedef struct cd_server cd_server;
 typedef struct cd_conn cd_conn;
@@ -97,6 +99,9 @@ cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t fl
 void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_frame_channels *ch);
 /* alloc + channels + fill on the loop thread; refs = 1; NULL on OOM. */
 cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, uint16_t flags);
+/* The reference (flags bit 3) to `frame` copied into the shared-memory
+ * ring at `position`; NULL when out of memory. */
+cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_buf *frame, uint64_t position);
 void cd_frame_buf_ref(cd_frame_buf *frame);
 void cd_frame_buf_unref(cd_frame_buf *frame); /* NULL is fine */
 
@@ -253,7 +258,23 @@ struct cd_server {
     cd_recording *recording;   /* the journal being written, NULL when none */
     cd_scene_table scenes;     /* each instance's scene and owner (scenes.c) */
     cd_budget_rate budget_rate; /* the step budget's rate: measured, or --step-cost-ps */
+    cd_shm_ring shm;           /* shared-memory frames (shm.c); map NULL until asked for */
+    char shm_name[48];         /* its shm_open name, "" while there is none */
 };
+
+/* ---- shm.c ---- */
+/* Removes the memory objects of clothd processes that are gone. */
+void cd_shm_sweep(void);
+/* Makes the ring if there is none yet; false with `err` when --shm-mb is
+ * 0 (invalid_argument) or the system refuses (internal). */
+bool cd_shm_open(cd_server *server, cd_error *err);
+void cd_shm_close(cd_server *server); /* unmapped and unlinked */
+/* Over the Unix socket, or TCP from a loopback address. */
+bool cd_conn_is_local(cd_conn *conn);
+/* What a "shm" subscriber is sent for `frame`: *ref, made (the frame
+ * copied into the ring) on the first call for it; the frame itself when it
+ * does not fit the ring. The caller unrefs *ref once done. */
+cd_frame_buf *cd_shm_reference(cd_server *server, cd_frame_buf *frame, cd_frame_buf **ref);
 
 /* ---- conn.c ---- */
 void cd_conn_accept(cd_server *server, uv_stream_t *listener);

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pool.h"
 #include "server.h"
+#include "shm_ring.h"
 
 #define CD_STR_(x) #x
 #define CD_STR(x) CD_STR_(x)
@@ -50,6 +51,7 @@ cd_server_options cd_default_server_options(void)
         .health_port = -1,
         .metrics_port = -1,
         .unix_mode = 0600,
+        .shm_mb = CD_SHM_DEFAULT_MB,
     };
     return o;
 }
@@ -129,6 +131,9 @@ static const flag_spec flags[] = {
      "also listen on a Unix socket at PATH (at most 107 bytes; a stale socket there is replaced)"},
     {"--unix-mode", "OCTAL", FLAG_MODE, OPT(unix_mode), 0, 0, 0777,
      "the Unix socket's permissions (default 600: only clothd's user may connect)"},
+    {"--shm-mb", "MIB", FLAG_UINT, OPT(shm_mb), 0, 0, CD_SHM_MAX_MB,
+     "the shared-memory frame ring for subscribers on this host, made when one asks (default "
+     CD_STR(CD_SHM_DEFAULT_MB) ", 0 = none)"},
     {"--health-port", "N", FLAG_INT, OPT(health_port), 0, 0, 65535,
      "serve HTTP GET /healthz and /readyz on this port (default off, 0 = ephemeral)"},
     {"--metrics-port", "N", FLAG_INT, OPT(metrics_port), 0, 0, 65535,

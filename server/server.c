@@ -60,6 +60,7 @@ static void on_signal(uv_signal_t *handle, int signum)
     cd_recording_shutdown(server);
     cd_snapshots_stop(server);
     cd_unix_remove(server);
+    cd_shm_close(server);
     uv_walk(server->loop, close_handle, server);
 }
 
@@ -213,6 +214,7 @@ int cd_server_run(const cd_server_options *opts)
         goto shutdown;
     }
     cd_snapshots_start(&server); /* the newest snapshot, before any client */
+    cd_shm_sweep(); /* rings a crashed clothd left */
     /* Signals are watched before the banner is printed: whoever starts
      * clothd may stop it the moment it says it listens. */
     uv_signal_init(&loop, &server.sigint);
@@ -236,6 +238,7 @@ shutdown:
         cd_pool_destroy(server.pool);
         server.pool = NULL;
         cd_unix_remove(&server);
+        cd_shm_close(&server);
         uv_walk(&loop, close_handle, &server);
     }
     uv_run(&loop, UV_RUN_DEFAULT); /* let the close callbacks run */

@@ -41,6 +41,7 @@ typedef struct cd_server_options {
     char crash_at[16];      /* tests: abort at this stage of a snapshot write (snapshot_file.c) */
     char unix_path[108];    /* also listen on this Unix socket (sun_path's size); "": no */
     unsigned unix_mode;     /* the socket file's permissions (default 0600) */
+    unsigned shm_mb;        /* the shared-memory frame ring's MiB; 0: none */
 } cd_server_options;
 
 cd_server_options cd_default_server_options(void);

@@ -340,17 +340,22 @@ void cd_stepper_send_current(cd_conn *conn, const cd_instance *inst)
     cd_frame_buf *frame = cd_frame_buf_encode(inst, opts != NULL ? cd_frame_options_flags(opts) : 0);
     if (frame == NULL)
         return;
-    cd_conn_send_frame(conn, frame);
+    cd_frame_buf *ref = NULL;
+    cd_conn_send_frame(conn, opts != NULL && opts->shm ? cd_shm_reference(conn->server, frame, &ref)
+                                                       : frame);
+    cd_frame_buf_unref(ref);
     cd_frame_buf_unref(frame);
 }
 
 /* The new frame to every subscriber whose `every` takes it. Each form
  * (plain or quantized, with or without velocities and normals) was encoded
  * at most once, by the worker, and is shared by reference; a form nobody
- * asked for at the start is encoded here. */
+ * asked for at the start is encoded here. A "shm" subscriber gets a
+ * reference to the form's one copy in the shared-memory ring. */
 static void fan_out(cd_server *server, cd_step_job *sj)
 {
     cd_frame_buf **forms = sj->forms; /* [flags] */
+    cd_frame_buf *refs[CD_FRAME_FORMS] = {NULL}; /* [flags]: in the shared-memory ring */
     cd_instance_info info;
     cd_instance_get_info(sj->inst, &info);
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
@@ -362,8 +367,10 @@ static void fan_out(cd_server *server, cd_step_job *sj)
         cd_frame_buf **frame = &forms[flags];
         if (*frame == NULL && (*frame = cd_frame_buf_encode(sj->inst, flags)) == NULL)
             continue; /* out of memory: this subscriber skips the frame */
-        cd_conn_send_frame(conn, *frame);
+        cd_conn_send_frame(conn, opts->shm ? cd_shm_reference(server, *frame, &refs[flags]) : *frame);
     }
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++)
+        cd_frame_buf_unref(refs[f]);
 }
 
 static void unlink_batch(cd_server *server, cd_batch *batch)

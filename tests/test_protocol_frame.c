@@ -494,11 +494,11 @@ Test(protocol_frame, decode_rejects_unknown_flag_bits)
 {
     uint8_t buf[64];
     valid_two_particle_frame(buf);
-    buf[6] = 0x08; /* bits 0-2 are known (quantized, velocities, normals) */
+    buf[6] = 0x10; /* bits 0-3 are known (quantized, velocities, normals, shared) */
     cd_frame_header h;
     cd_error err;
     cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);
-    cr_assert_str_eq(err.message, "frame: unknown flags 0x0008");
+    cr_assert_str_eq(err.message, "frame: unknown flags 0x0010");
     valid_two_particle_frame(buf);
     buf[7] = 0x80;
     cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);
@@ -700,4 +700,37 @@ Test(protocol_frame, decode_checks_the_length_each_channel_flag_implies)
     cr_assert_str_eq(err.message, "frame: length 88 does not match 2 particles (112 bytes)");
     buf[6] = 0; /* says less */
     cr_assert_eq(cd_frame_decode_header(buf, sizeof buf, &h, &err), CD_E_INVALID_ARGUMENT);
+}
+
+/* A shared-memory reference (flags bit 3): the named frame's header with
+ * bit 3 and length 56, then its ring position and length. */
+Test(protocol_frame, a_shared_reference_should_carry_the_frames_header_position_and_length)
+{
+    uint8_t frame[64], ref[CD_FRAME_SHARED_SIZE];
+    valid_two_particle_frame(frame);
+    frame[6] = CD_FRAME_FLAG_QUANTIZED; /* its flags are kept (bit 0 here) */
+    const uint64_t position = 0x0123456789abcdefull;
+    cd_frame_encode_shared(ref, frame, 64, position);
+    cr_assert_eq(memcmp(ref, frame, 6), 0, "magic and version");
+    cr_assert_eq(memcmp(ref + 12, frame + 12, 28), 0, "instance, frame, time, count, reserved");
+    cr_assert_eq(ref[6], CD_FRAME_FLAG_QUANTIZED | CD_FRAME_FLAG_SHARED);
+    static const uint8_t tail[16] = {0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01,
+                                     64, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_eq(memcmp(ref + 40, tail, sizeof tail), 0, "u64 position, u32 length, u32 0");
+    cd_frame_header h;
+    cd_error err;
+    cr_assert_eq(cd_frame_decode_header(ref, sizeof ref, &h, &err), CD_OK, "%s", err.message);
+    cr_assert_eq(h.length, CD_FRAME_SHARED_SIZE);
+    cr_assert_eq(h.flags, CD_FRAME_FLAG_QUANTIZED | CD_FRAME_FLAG_SHARED);
+    uint64_t got_position;
+    uint32_t got_len;
+    cd_frame_decode_shared(ref, &got_position, &got_len);
+    cr_assert_eq(got_position, position);
+    cr_assert_eq(got_len, 64u);
+    ref[8] = 57; /* a reference is exactly 56 bytes */
+    cr_assert_eq(cd_frame_decode_header(ref, sizeof ref, &h, &err), CD_E_INVALID_ARGUMENT);
+    ref[8] = 56;
+    ref[6] |= 0x10; /* bit 4 is still unknown */
+    cr_assert_eq(cd_frame_decode_header(ref, sizeof ref, &h, &err), CD_E_INVALID_ARGUMENT);
+    cr_assert_str_eq(err.message, "frame: unknown flags 0x0010");
 }

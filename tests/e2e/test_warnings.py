@@ -153,7 +153,7 @@ class HelloFeaturesTest(unittest.TestCase):
         self.addCleanup(c.close)
         reply = send_line(c, '{"cmd":"hello"}')
         self.assertEqual(reply["features"], ["warnings", "strict", "scenes", "ephemeral",
-                                             "softbody", "mesh", "skin", "budget"],
+                                             "softbody", "mesh", "skin", "budget", "shm"],
                          "no --data-dir: no snapshots or recording")
         self.assertEqual(reply["limits"]["instances"], 7)
         self.assertEqual(reply["limits"]["lineBytes"], 65536)
@@ -167,4 +167,11 @@ class HelloFeaturesTest(unittest.TestCase):
             c = srv.client()
             self.addCleanup(c.close)
             features = send_line(c, '{"cmd":"hello"}')["features"]
-            self.assertEqual(features[-2:], ["snapshots", "recording"])
+            self.assertEqual(features[-3:], ["snapshots", "recording", "shm"])
+
+    def test_shm_mb_0_drops_shm(self):
+        srv = fresh_server(self, "--shm-mb", "0")
+        c = srv.client()
+        self.addCleanup(c.close)
+        features = send_line(c, '{"cmd":"hello"}')["features"]
+        self.assertEqual(features[-1], "budget", "--shm-mb 0: no shared-memory frames")

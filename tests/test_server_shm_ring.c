@@ -1,0 +1,151 @@
+/* The shared-memory frame ring's writer and reference reader
+ * (server/shm_ring.c; PROTOCOL.md "Shared-memory frames"): positions,
+ * the wrap (a frame never straddles the end), frames too large, and the
+ * seqlock: a read is accepted only when nothing overwrote it, checked by a
+ * reader thread racing the writer. Run under ASan by unit_tests_san. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../server/shm_ring.h"
+
+#define SIZE 4096u
+
+static uint8_t *new_map(void)
+{
+    uint8_t *map = aligned_alloc(4096, CD_SHM_HEADER_SIZE + SIZE);
+    cr_assert_not_null(map);
+    return map;
+}
+
+static uint64_t header_u64(const uint8_t *map, size_t offset)
+{
+    uint64_t v;
+    memcpy(&v, map + offset, sizeof v);
+    return v;
+}
+
+Test(server_shm_ring, the_header_should_say_what_the_protocol_says)
+{
+    uint8_t *map = new_map();
+    cd_shm_ring ring;
+    cd_shm_ring_format(&ring, map, SIZE, 4242);
+    cr_assert_eq(memcmp(map, "CLSM", 4), 0);
+    uint32_t version, pid;
+    memcpy(&version, map + 4, 4);
+    memcpy(&pid, map + 40, 4);
+    cr_assert_eq(version, 1u);
+    cr_assert_eq(header_u64(map, 8), 4096u, "data offset");
+    cr_assert_eq(header_u64(map, 16), SIZE);
+    cr_assert_eq(header_u64(map, 24), 0u, "claimed");
+    cr_assert_eq(header_u64(map, 32), 0u, "published");
+    cr_assert_eq(pid, 4242u);
+    free(map);
+}
+
+Test(server_shm_ring, frames_should_never_straddle_the_end_and_old_ones_should_read_as_overwritten)
+{
+    uint8_t *map = new_map();
+    cd_shm_ring ring;
+    cd_shm_ring_format(&ring, map, SIZE, 1);
+    uint8_t frame[1000], out[1000];
+    uint64_t pos[6];
+    for (int i = 0; i < 6; i++) {
+        memset(frame, 'a' + i, sizeof frame);
+        cr_assert(cd_shm_ring_put(&ring, frame, sizeof frame, &pos[i]));
+    }
+    /* 4096 holds four 1000-byte frames; the fifth starts the next lap at 4096. */
+    const uint64_t expected[6] = {0, 1000, 2000, 3000, 4096, 5096};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(pos[i], expected[i], "frame %d at %llu", i, (unsigned long long)pos[i]);
+    cr_assert_eq(header_u64(map, 24), 6096u, "claimed: the newest frame's end");
+    cr_assert_eq(header_u64(map, 32), 6096u, "published");
+    cr_assert_eq(ring.frames, 6u);
+    cr_assert_eq(ring.bytes, 6000u);
+    /* 0 and 1000 were overwritten by the second lap; 2000 and up are whole. */
+    cr_assert_not(cd_shm_ring_read(map, pos[0], 1000, out));
+    cr_assert_not(cd_shm_ring_read(map, pos[1], 1000, out));
+    for (int i = 2; i < 6; i++) {
+        cr_assert(cd_shm_ring_read(map, pos[i], 1000, out), "frame %d", i);
+        cr_assert_eq(out[0], 'a' + i);
+        cr_assert_eq(out[999], 'a' + i);
+    }
+    cr_assert_not(cd_shm_ring_read(map, 6096, 10, out), "not published yet");
+    cr_assert_not(cd_shm_ring_read(map, 4000, 200, out), "would straddle the end");
+    free(map);
+}
+
+Test(server_shm_ring, a_frame_over_a_quarter_of_the_ring_should_be_refused)
+{
+    uint8_t *map = new_map();
+    cd_shm_ring ring;
+    cd_shm_ring_format(&ring, map, SIZE, 1);
+    static uint8_t frame[SIZE];
+    uint64_t pos = 99;
+    cr_assert(cd_shm_ring_put(&ring, frame, SIZE / 4, &pos));
+    cr_assert_not(cd_shm_ring_put(&ring, frame, SIZE / 4 + 1, &pos));
+    cr_assert_not(cd_shm_ring_put(&ring, frame, 0, &pos));
+    cr_assert_eq(pos, 0u, "the refused ones wrote nothing");
+    cr_assert_eq(header_u64(map, 24), SIZE / 4);
+    free(map);
+}
+
+/* A writer thread fills frames with their sequence number, as fast as it
+ * can; the reader reads the newest published frame again and again. Every
+ * accepted read must be one frame's bytes, never a mix of two. */
+typedef struct race {
+    cd_shm_ring ring;
+    uint8_t *map;
+    int stop;
+    uint64_t positions[1u << 16]; /* by sequence number */
+    int written;
+} race;
+
+enum { FRAME = 600, FRAMES = 1 << 16 };
+
+static void *writer(void *arg)
+{
+    race *r = arg;
+    uint8_t frame[FRAME];
+    for (int seq = 0; seq < FRAMES; seq++) {
+        memset(frame, seq & 0xff, sizeof frame);
+        frame[0] = (uint8_t)(seq >> 8);
+        uint64_t pos;
+        cr_assert(cd_shm_ring_put(&r->ring, frame, FRAME, &pos));
+        __atomic_store_n(&r->positions[seq], pos, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->written, seq + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+Test(server_shm_ring, a_racing_reader_should_accept_only_whole_frames, .timeout = 60)
+{
+    race *r = calloc(1, sizeof *r);
+    r->map = new_map();
+    cd_shm_ring_format(&r->ring, r->map, SIZE, 1);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, writer, r), 0);
+    uint8_t out[FRAME];
+    long accepted = 0, refused = 0;
+    for (int n; (n = __atomic_load_n(&r->written, __ATOMIC_ACQUIRE)) < FRAMES;) {
+        if (n < 2)
+            continue;
+        const int seq = n - 2; /* an older one: more often overwritten meanwhile */
+        const uint64_t pos = __atomic_load_n(&r->positions[seq], __ATOMIC_RELAXED);
+        if (!cd_shm_ring_read(r->map, pos, FRAME, out)) {
+            refused++;
+            continue;
+        }
+        accepted++;
+        cr_assert_eq(out[0], (uint8_t)(seq >> 8), "frame %d: its own first byte", seq);
+        for (int i = 1; i < FRAME; i++)
+            if (out[i] != (uint8_t)(seq & 0xff))
+                cr_assert_fail("frame %d: byte %d is %u, torn", seq, i, out[i]);
+    }
+    pthread_join(t, NULL);
+    cr_log_info("racing reads: %ld whole, %ld refused as overwritten", accepted, refused);
+    cr_assert_gt(accepted, 0);
+    free(r->map);
+    free(r);
+}
