@@ -270,6 +270,11 @@ $(BUILD)/bench_frames: bench/bench_frames.c $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(call
 bench-frames: $(BUILD)/bench_frames
 	./$(BUILD)/bench_frames 64
 
+# bench_server.py's subscribers in C (a game server's reader), beside its Python ones.
+$(BUILD)/bench_subscriber: bench/bench_subscriber.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $< -o $@
+
 $(BUILD)/bench_bullet: bench/bench_bullet.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror $(BULLET_CFLAGS) $< -o $@ $(BULLET_LIBS)
@@ -286,7 +291,7 @@ bench: deps-bench
 # `step` (bench/bench_server.py; bench/README.md, "Through the server").
 # Compare builds in one run: BENCH_SERVER_FLAGS="--clothd before=PATH --clothd after=PATH".
 BENCH_SERVER_FLAGS ?=
-bench-server: $(BUILD)/clothd
+bench-server: $(BUILD)/clothd $(BUILD)/bench_subscriber
 	python3 bench/bench_server.py --build $(BUILD) $(BENCH_SERVER_FLAGS)
 
 .PHONY: bench-server

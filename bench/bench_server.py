@@ -17,7 +17,11 @@ an "after" build) and, for each, measures in one interleaved run:
    half the bytes), then the same 4 over TCP asking for shared-memory
    frames (`"shm":true`: the socket carries 56-byte references, each
    subscriber copies every frame out of the server's ring and checks that
-   it was not overwritten meanwhile). The stepping client stays on TCP. The rounds alternate the
+   it was not overwritten meanwhile); then 4 subscribers written in C
+   (bench/bench_subscriber.c, a game server's reader) over TCP and with
+   shared memory, so that the server's cost of its subscribers shows
+   apart from the Python readers' own interpreter. The stepping client
+   stays on TCP. The rounds alternate the
    cases and the binaries, so that a drifting machine hits every case alike.
    Also the server's CPU per step, split into the loop thread and the rest
    (the workers), from /proc/PID/task/*/schedstat (nanoseconds).
@@ -299,9 +303,10 @@ def subscriber_main(address, mode="plain"):
 
 
 class Subscribers:
-    def __init__(self, address, count, mode="plain"):
-        self.procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
-                                        "--subscriber", address, mode],
+    def __init__(self, address, count, mode="plain", program=None):
+        command = ([program] if program else
+                   [sys.executable, os.path.abspath(__file__), "--subscriber"])
+        self.procs = [subprocess.Popen(command + [address, mode],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for _ in range(count)]
         for p in self.procs:
@@ -362,30 +367,35 @@ def run_steps(server, client, steps):
     return times, loop1 - loop0, all1 - all0
 
 
-# The cases: (key, subscribers, over the Unix socket, the subscribers' mode).
-CASES = (("subs0", 0, False, "plain"), (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False, "plain"),
-         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True, "plain"),
-         (f"quant{SUBSCRIBERS}", SUBSCRIBERS, False, "quantize"),
-         (f"shm{SUBSCRIBERS}", SUBSCRIBERS, False, "shm"))
+# The cases: (key, subscribers, over the Unix socket, the subscribers' mode,
+# their language: "py" this file's subscriber_main, "c" build/bench_subscriber).
+CASES = (("subs0", 0, False, "plain", "py"),
+         (f"subs{SUBSCRIBERS}", SUBSCRIBERS, False, "plain", "py"),
+         (f"unix{SUBSCRIBERS}", SUBSCRIBERS, True, "plain", "py"),
+         (f"quant{SUBSCRIBERS}", SUBSCRIBERS, False, "quantize", "py"),
+         (f"shm{SUBSCRIBERS}", SUBSCRIBERS, False, "shm", "py"),
+         (f"subs{SUBSCRIBERS}c", SUBSCRIBERS, False, "plain", "c"),
+         (f"shm{SUBSCRIBERS}c", SUBSCRIBERS, False, "shm", "c"))
 
 
-def run_capes(servers, rounds, steps, log):
+def run_capes(servers, rounds, steps, log, c_subscriber):
     clients = {s.label: setup_capes(s) for s in servers}
     meter = OthersMeter(servers)
     res = {s.label: {key: {"t": [], "loop_ns": 0, "all_ns": 0, "frames": 0, "missed": 0, "sub_cpu": 0.0}
-                     for key, _, _, _ in CASES} for s in servers}
+                     for key, *_ in CASES} for s in servers}
     for rnd in range(rounds):
         order = servers if rnd % 2 == 0 else servers[::-1]
         cases = CASES if rnd % 2 == 0 else CASES[::-1]
         for s in order:
-            for key, n, over_unix, mode in cases:
-                if over_unix and s.unix is None:
+            for key, n, over_unix, mode, impl in cases:
+                if (over_unix and s.unix is None) or (impl == "c" and c_subscriber is None):
                     continue
                 log(f"  capes: round {rnd + 1}/{rounds}, {s.label}, {n} subscribers"
-                    f"{' (Unix socket)' if over_unix else ''}{'' if mode == 'plain' else f' ({mode})'} ...")
+                    f"{' (Unix socket)' if over_unix else ''}{'' if mode == 'plain' else f' ({mode})'}{' (C)' if impl == 'c' else ''} ...")
                 if mode == "shm" and not s.shm:
                     continue
-                subs = Subscribers(s.address(over_unix), n, mode) if n else None
+                subs = Subscribers(s.address(over_unix), n, mode,
+                                   c_subscriber if impl == "c" else None) if n else None
                 # let the subscribers' current frames go out before timing
                 run_steps(s, clients[s.label], 3)
                 t, loop_ns, all_ns = run_steps(s, clients[s.label], steps)
@@ -407,7 +417,7 @@ def run_capes(servers, rounds, steps, log):
                "iters": CAPE_ITERS, "workers": WORKERS, "rounds": rounds,
                "steps_per_round": steps, "other_processes_cores": others,
                "load_before": LOAD_BEFORE}
-        for key, n, _, _ in CASES:
+        for key, n, *_ in CASES:
             r = res[s.label][key]
             count = len(r["t"])
             if count == 0:
@@ -495,9 +505,10 @@ def print_tables(capes, tiny):
     print(head)
     print("-" * len(head))
     names = {"subs0": "none", f"subs{n}": f"{n} over TCP", f"unix{n}": f"{n} over Unix",
-             f"quant{n}": f"{n} quantized", f"shm{n}": f"{n} shm"}
+             f"quant{n}": f"{n} quantized", f"shm{n}": f"{n} shm",
+             f"subs{n}c": f"{n} TCP, C", f"shm{n}c": f"{n} shm, C"}
     for r in capes:
-        for key, count, _, _ in CASES:
+        for key, count, *_ in CASES:
             if f"{key}_p50_ms" not in r:
                 continue
             added = f"{r[f'{key}_added_p50_pct']:>6.1f}%" if count else f"{'':>7}"
@@ -551,7 +562,11 @@ def main():
             label, _, path = spec.rpartition("=")
             servers.append(Server(label or os.path.basename(os.path.dirname(path)) or path, path))
         tiny = run_tiny(servers, args.rounds, args.tiny, log)
-        capes = run_capes(servers, args.rounds, args.steps, log)
+        c_subscriber = os.path.join(args.build, "bench_subscriber")
+        if not os.access(c_subscriber, os.X_OK):
+            log(f"no {c_subscriber} (make {c_subscriber}): no C subscriber cases")
+            c_subscriber = None
+        capes = run_capes(servers, args.rounds, args.steps, log, c_subscriber)
         print_tables(capes, tiny)
         for s in servers:
             s.stop()
