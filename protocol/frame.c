@@ -354,13 +354,12 @@ void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, dou
     cd_frame_encode_content(out, CD_FRAME_FLAG_QUANTIZED, &c);
 }
 
-void cd_frame_encode_shared(uint8_t *out, const uint8_t *frame, uint32_t len, uint64_t position)
+void cd_frame_encode_shared(uint8_t *out, const cd_frame_header *named, uint64_t position)
 {
-    memcpy(out, frame, CD_FRAME_HEADER_SIZE);
-    put_u16(out + 6, (uint16_t)(get_u16(frame + 6) | CD_FRAME_FLAG_SHARED));
-    put_u32(out + 8, CD_FRAME_SHARED_SIZE);
+    put_header(out, (uint16_t)(named->flags | CD_FRAME_FLAG_SHARED), CD_FRAME_SHARED_SIZE,
+               named->instance, named->frame, named->time, named->count);
     put_u64(out + 40, position);
-    put_u32(out + 48, len);
+    put_u32(out + 48, named->length);
     put_u32(out + 52, 0);
 }
 

@@ -409,9 +409,6 @@ size_t cd_frame_size_quantized(uint32_t count);
  * the same rule in their own box. */
 void cd_frame_encode_quantized(uint8_t *out, cd_id instance, uint64_t frame, double time,
                                const float *positions, uint32_t count);
-/* Writes the CD_FRAME_SHARED_SIZE-byte reference to `frame` (an encoded
- * frame of `len` bytes) at ring position `position` into `out`. */
-void cd_frame_encode_shared(uint8_t *out, const uint8_t *frame, uint32_t len, uint64_t position);
 /* A normal in 2 x 16 bits (octahedral, computed in double): with
  * s = |x| + |y| + |z|, u = x / s, v = y / s, folded when z < 0 to
  * ((1 - |v|) sgn u, (1 - |u|) sgn v) (sgn 0 = +1), each stored as
@@ -436,6 +433,10 @@ void cd_frame_decode_positions(const uint8_t *data, const cd_frame_header *h, fl
  * nothing written, when the frame does not carry them. */
 bool cd_frame_decode_velocities(const uint8_t *data, const cd_frame_header *h, float *out);
 bool cd_frame_decode_normals(const uint8_t *data, const cd_frame_header *h, float *out);
+/* Writes into `out` the CD_FRAME_SHARED_SIZE-byte reference to the frame
+ * whose header is `named` (its flags, length, instance, frame, time and
+ * count) at ring position `position`. */
+void cd_frame_encode_shared(uint8_t *out, const cd_frame_header *named, uint64_t position);
 /* The ring position and length a reference (flags bit 3, checked by
  * cd_frame_decode_header) names. */
 void cd_frame_decode_shared(const uint8_t *data, uint64_t *position, uint32_t *len);

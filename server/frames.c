@@ -62,13 +62,11 @@ void cd_frame_channels_free(cd_frame_channels *ch)
     *ch = (cd_frame_channels){0};
 }
 
-void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_frame_channels *ch)
+void cd_frame_fill_bytes(uint8_t *out, uint16_t flags, const cd_instance *inst,
+                         const cd_frame_channels *ch)
 {
     cd_instance_info info;
     cd_instance_get_info(inst, &info);
-    /* The buffer was sized for this instance, whose particles cannot change
-     * while it is being stepped (or read). */
-    assert(info.id == frame->instance && info.particles == frame->particles);
     const cd_vec3 anchor = cd_instance_anchor(inst);
     const cd_frame_content content = {
         .instance = info.id,
@@ -81,9 +79,18 @@ void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_fr
         .normals = ch != NULL ? ch->normals : NULL,
     };
     /* Whoever prepared the form computed its channels. */
-    assert(!(frame->flags & CD_FRAME_FLAG_VELOCITIES) || content.velocities != NULL);
-    assert(!(frame->flags & CD_FRAME_FLAG_NORMALS) || content.normals != NULL);
-    cd_frame_encode_content(frame->data, frame->flags, &content);
+    assert(!(flags & CD_FRAME_FLAG_VELOCITIES) || content.velocities != NULL);
+    assert(!(flags & CD_FRAME_FLAG_NORMALS) || content.normals != NULL);
+    cd_frame_encode_content(out, flags, &content);
+}
+
+void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_frame_channels *ch)
+{
+    /* The buffer was sized for this instance, whose particles cannot change
+     * while it is being stepped (or read). */
+    assert(cd_instance_id(inst) == frame->instance &&
+           cd_instance_particle_count(inst) == frame->particles);
+    cd_frame_fill_bytes(frame->data, frame->flags, inst, ch);
 }
 
 cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, uint16_t flags)
@@ -112,16 +119,16 @@ void cd_frame_buf_unref(cd_frame_buf *frame)
         free(frame);
 }
 
-cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_buf *frame, uint64_t position)
+cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_header *named, uint64_t position)
 {
     cd_frame_buf *ref = malloc(sizeof *ref + CD_FRAME_SHARED_SIZE);
     if (ref == NULL)
         return NULL;
     ref->refs = 1;
-    ref->instance = frame->instance;
-    ref->particles = frame->particles;
-    ref->flags = frame->flags;
+    ref->instance = named->instance;
+    ref->particles = named->count;
+    ref->flags = named->flags;
     ref->len = CD_FRAME_SHARED_SIZE;
-    cd_frame_encode_shared(ref->data, frame->data, (uint32_t)frame->len, position);
+    cd_frame_encode_shared(ref->data, named, position);
     return ref;
 }

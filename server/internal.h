@@ -97,11 +97,15 @@ cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t fl
  * Allocates nothing: a worker calls it right after the step, on the
  * instance it owns. */
 void cd_frame_buf_fill(cd_frame_buf *frame, const cd_instance *inst, const cd_frame_channels *ch);
+/* The same into `out` (cd_frame_size_flags bytes of the form `flags`):
+ * room in the shared-memory ring. */
+void cd_frame_fill_bytes(uint8_t *out, uint16_t flags, const cd_instance *inst,
+                         const cd_frame_channels *ch);
 /* alloc + channels + fill on the loop thread; refs = 1; NULL on OOM. */
 cd_frame_buf *cd_frame_buf_encode(const cd_instance *inst, uint16_t flags);
-/* The reference (flags bit 3) to `frame` copied into the shared-memory
- * ring at `position`; NULL when out of memory. */
-cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_buf *frame, uint64_t position);
+/* The reference (flags bit 3) to the frame whose header is `named`, in the
+ * shared-memory ring at `position`; NULL when out of memory. */
+cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_header *named, uint64_t position);
 void cd_frame_buf_ref(cd_frame_buf *frame);
 void cd_frame_buf_unref(cd_frame_buf *frame); /* NULL is fine */
 

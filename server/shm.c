@@ -127,9 +127,11 @@ cd_frame_buf *cd_shm_reference(cd_server *server, cd_frame_buf *frame, cd_frame_
     if (*ref != NULL)
         return *ref;
     uint64_t position;
+    cd_frame_header named;
     if (server->shm.map == NULL || frame->len > UINT32_MAX ||
+        cd_frame_decode_header(frame->data, frame->len, &named, NULL) != CD_OK ||
         !cd_shm_ring_put(&server->shm, frame->data, (uint32_t)frame->len, &position))
         return frame; /* too large for the ring: the frame itself */
-    *ref = cd_frame_buf_alloc_shared(frame, position);
+    *ref = cd_frame_buf_alloc_shared(&named, position);
     return *ref != NULL ? *ref : frame;
 }

@@ -32,25 +32,53 @@ void cd_shm_ring_format(cd_shm_ring *ring, uint8_t *map, uint64_t size, uint32_t
     *ring = (cd_shm_ring){.map = map, .size = size};
 }
 
-bool cd_shm_ring_put(cd_shm_ring *ring, const uint8_t *data, uint32_t len, uint64_t *position)
+uint8_t *cd_shm_ring_reserve(cd_shm_ring *ring, uint32_t len, uint64_t *position)
 {
     if (len == 0 || len > ring->size / CD_SHM_FRAME_SHARE)
-        return false;
+        return NULL;
     uint64_t pos = ring->head;
     if (pos % ring->size + len > ring->size)
         pos += ring->size - pos % ring->size; /* never straddle the end */
     const uint64_t end = pos + len;
     /* Claimed before the bytes change: a reader that sees any new byte then
-     * sees the claim. The exchange's acquire keeps the copy after it (a
-     * store alone would let the copy's stores move ahead); the reader's
-     * acquire fence pairs with it. */
+     * sees the claim. The exchange's acquire keeps this thread's writes
+     * after it (a store alone would let them move ahead); a worker that
+     * writes the room orders them with cd_shm_ring_before_writes; the
+     * reader's acquire fence pairs with either. */
     (void)__atomic_exchange_n(counter(ring->map, OFF_CLAIMED), end, __ATOMIC_ACQ_REL);
-    memcpy(ring->map + CD_SHM_HEADER_SIZE + pos % ring->size, data, len);
-    __atomic_store_n(counter(ring->map, OFF_PUBLISHED), end, __ATOMIC_RELEASE);
     ring->head = end;
     ring->frames++;
     ring->bytes += len;
     *position = pos;
+    return ring->map + CD_SHM_HEADER_SIZE + pos % ring->size;
+}
+
+void cd_shm_ring_before_writes(void)
+{
+    /* The claim happened before the worker's job was handed over (the
+     * pool's rings): this fence makes it so for the readers too. There is
+     * no fence under ThreadSanitizer (gcc refuses it there), whose server
+     * has no reader to order for. */
+#if !defined(__SANITIZE_THREAD__)
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+}
+
+void cd_shm_ring_publish(cd_shm_ring *ring, uint64_t end)
+{
+    if (end <= ring->published)
+        return;
+    ring->published = end;
+    __atomic_store_n(counter(ring->map, OFF_PUBLISHED), end, __ATOMIC_RELEASE);
+}
+
+bool cd_shm_ring_put(cd_shm_ring *ring, const uint8_t *data, uint32_t len, uint64_t *position)
+{
+    uint8_t *room = cd_shm_ring_reserve(ring, len, position);
+    if (room == NULL)
+        return false;
+    memcpy(room, data, len);
+    cd_shm_ring_publish(ring, *position + len);
     return true;
 }
 

@@ -12,7 +12,8 @@
  *       16    8  u64 the data's size
  *       24    8  u64 claimed: the end of the newest frame being written, or
  *                    written (a running byte count, like the positions)
- *       32    8  u64 published: the end of the newest frame written
+ *       32    8  u64 published: the end of the furthest frame written whose
+ *                    reference may have been sent
  *       40    4  u32 the server's process id
  *
  * One writer (the loop thread) appends frames at running positions; a
@@ -44,7 +45,8 @@
 typedef struct cd_shm_ring {
     uint8_t *map;      /* header page then data; NULL: not open */
     uint64_t size;     /* data bytes */
-    uint64_t head;     /* the next write position (the writer's own copy) */
+    uint64_t head;     /* the next write position (the writer's own copies: */
+    uint64_t published; /* the server never reads what a client could write) */
     uint64_t frames;   /* written, for status and metrics */
     uint64_t bytes;
 } cd_shm_ring;
@@ -52,10 +54,19 @@ typedef struct cd_shm_ring {
 /* Lays the header out over `map` (CD_SHM_HEADER_SIZE + size bytes) and
  * starts `ring` empty on it. */
 void cd_shm_ring_format(cd_shm_ring *ring, uint8_t *map, uint64_t size, uint32_t pid);
-/* Copies `len` bytes in; their position in *position. False (and nothing
- * written) when `len` is over size / CD_SHM_FRAME_SHARE. */
+/* Room for `len` bytes at the next position (*position), claimed: where a
+ * worker may write them (after cd_shm_ring_before_writes). NULL (nothing
+ * claimed) when `len` is 0 or over size / CD_SHM_FRAME_SHARE. */
+uint8_t *cd_shm_ring_reserve(cd_shm_ring *ring, uint32_t len, uint64_t *position);
+/* On the thread that writes reserved room, before it writes: the claim,
+ * made on another thread, is ordered before the bytes for any reader. */
+void cd_shm_ring_before_writes(void);
+/* The bytes up to `end` are written: `published` rises to it (it never
+ * falls: rooms of other batches may still be being written below it). */
+void cd_shm_ring_publish(cd_shm_ring *ring, uint64_t end);
+/* Reserve, copy `len` bytes in, publish; false as cd_shm_ring_reserve. */
 bool cd_shm_ring_put(cd_shm_ring *ring, const uint8_t *data, uint32_t len, uint64_t *position);
-/* The reader's side, for tests and the C client: copies the `len` bytes at
+/* The reader's side, for tests (each client has its own): copies the `len` bytes at
  * `position` of the ring mapped at `map` to `out`; false when the writer
  * overwrote (or was overwriting) them meanwhile. */
 bool cd_shm_ring_read(const uint8_t *map, uint64_t position, uint32_t len, uint8_t *out);

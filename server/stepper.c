@@ -67,6 +67,11 @@ typedef struct cd_step_job {
     /* [flags]: prepared by the loop thread, filled by the worker after the
      * step (when it moved); NULL when no subscriber wants that form. */
     cd_frame_buf *forms[CD_FRAME_FORMS];
+    /* [flags]: room the loop thread reserved in the shared-memory ring for
+     * the "shm" subscribers of that form, filled by the worker too (no
+     * copy at fan-out); NULL: none. */
+    uint8_t *shared[CD_FRAME_FORMS];
+    uint64_t shared_at[CD_FRAME_FORMS]; /* its ring position */
     /* The velocities and normals those forms carry, computed once. */
     cd_frame_channels channels;
     /* A helper job (after the batch's `count` step jobs): takes blocks of
@@ -111,33 +116,59 @@ static void run_step_job(cd_job *job)
     if (sj->result.unstable || sj->result.sleeping)
         return; /* nothing moved: no frame is sent */
     cd_frame_channels_compute(&sj->channels, sj->inst);
-    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++)
+    bool shared = false;
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
         if (sj->forms[f] != NULL)
             cd_frame_buf_fill(sj->forms[f], sj->inst, &sj->channels);
+        shared |= sj->shared[f] != NULL;
+    }
+    if (shared)
+        cd_shm_ring_before_writes();
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
+        if (sj->shared[f] == NULL)
+            continue;
+        if (sj->forms[f] != NULL) /* the same bytes: copied, not encoded again */
+            memcpy(sj->shared[f], sj->forms[f]->data, sj->forms[f]->len);
+        else
+            cd_frame_fill_bytes(sj->shared[f], (uint16_t)f, sj->inst, &sj->channels);
+    }
 }
 
-/* The frame buffers the subscribers will take from this step of `sj`. */
+/* The frame buffers the subscribers will take from this step of `sj`: one
+ * per form socket subscribers want, and room in the shared-memory ring per
+ * form "shm" subscribers want (a batch whose frames outgrow the ring
+ * overwrites its own first ones, which their readers then find missed, as
+ * with any ring too small for a step). */
 static void prepare_frames(cd_server *server, cd_step_job *sj)
 {
     cd_instance_info info;
     cd_instance_get_info(sj->inst, &info);
     const uint64_t next = info.frame + 1; /* the frame this step reaches */
-    bool want[CD_FRAME_FORMS] = {false};
+    bool want[CD_FRAME_FORMS] = {false}, want_shared[CD_FRAME_FORMS] = {false};
     uint16_t channels = 0;
     if (next % cd_lod_frame_interval(sj->level) != 0)
         return; /* a coarse level sends fewer frames */
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
         const cd_frame_options *opts = cd_conn_subscription(conn, sj->id);
         if (opts != NULL && next % opts->every == 0) {
-            want[cd_frame_options_flags(opts)] = true;
+            (opts->shm ? want_shared : want)[cd_frame_options_flags(opts)] = true;
             channels |= opts->channels;
         }
     }
     /* Out of memory for the channels: their forms are encoded at the end. */
     const bool have_channels = cd_frame_channels_alloc(&sj->channels, info.particles, channels);
-    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++)
-        if (want[f] && (have_channels || (f & ~CD_FRAME_FLAG_QUANTIZED) == 0))
+    cd_shm_ring *ring = &server->shm;
+    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
+        if (!have_channels && (f & ~CD_FRAME_FLAG_QUANTIZED) != 0)
+            continue;
+        const size_t len = cd_frame_size_flags(info.particles, (uint16_t)f);
+        if (want_shared[f] && ring->map != NULL)
+            sj->shared[f] = cd_shm_ring_reserve(ring, (uint32_t)len, &sj->shared_at[f]);
+        if (sj->shared[f] == NULL)
+            want[f] |= want_shared[f]; /* over a quarter of the ring: sent as it is */
+        if (want[f])
             sj->forms[f] = cd_frame_buf_alloc(sj->id, info.particles, (uint16_t)f);
+    }
 }
 
 /* What one step of `inst` at `level` asks for: particles x substeps x
@@ -358,6 +389,16 @@ static void fan_out(cd_server *server, cd_step_job *sj)
     cd_frame_buf *refs[CD_FRAME_FORMS] = {NULL}; /* [flags]: in the shared-memory ring */
     cd_instance_info info;
     cd_instance_get_info(sj->inst, &info);
+    for (uint32_t f = 0; f < CD_FRAME_FORMS && server->shm.map != NULL; f++) {
+        if (sj->shared[f] == NULL)
+            continue; /* the worker filled the form's room in the ring */
+        const cd_frame_header named = {
+            .version = CD_FRAME_VERSION, .flags = (uint16_t)f, .instance = info.id,
+            .frame = info.frame, .time = info.time, .count = info.particles,
+            .length = (uint32_t)cd_frame_size_flags(info.particles, (uint16_t)f)};
+        cd_shm_ring_publish(&server->shm, sj->shared_at[f] + named.length);
+        refs[f] = cd_frame_buf_alloc_shared(&named, sj->shared_at[f]);
+    }
     for (cd_conn *conn = server->conns; conn != NULL; conn = conn->next) {
         const cd_frame_options *opts = cd_conn_subscription(conn, info.id);
         if (opts == NULL || info.frame % opts->every != 0 ||
@@ -365,6 +406,10 @@ static void fan_out(cd_server *server, cd_step_job *sj)
             continue;
         const uint16_t flags = cd_frame_options_flags(opts);
         cd_frame_buf **frame = &forms[flags];
+        if (opts->shm && refs[flags] != NULL) {
+            cd_conn_send_frame(conn, refs[flags]);
+            continue;
+        }
         if (*frame == NULL && (*frame = cd_frame_buf_encode(sj->inst, flags)) == NULL)
             continue; /* out of memory: this subscriber skips the frame */
         cd_conn_send_frame(conn, opts->shm ? cd_shm_reference(server, *frame, &refs[flags]) : *frame);
@@ -391,13 +436,15 @@ bool cd_stepper_job_done_wakes(void)
     return batch == NULL || __atomic_sub_fetch(&batch->unnotified, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
-/* The job's references to its frames and its channel arrays (again: a
+/* The job's references to its frames, its rooms in the shared-memory ring
+ * (left unreferenced: nobody reads them) and its channel arrays (again: a
  * no-op). */
 static void release_frames(cd_step_job *sj)
 {
     for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
         cd_frame_buf_unref(sj->forms[f]);
         sj->forms[f] = NULL;
+        sj->shared[f] = NULL;
     }
     cd_frame_channels_free(&sj->channels);
 }

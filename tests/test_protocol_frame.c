@@ -708,9 +708,12 @@ Test(protocol_frame, a_shared_reference_should_carry_the_frames_header_position_
 {
     uint8_t frame[64], ref[CD_FRAME_SHARED_SIZE];
     valid_two_particle_frame(frame);
-    frame[6] = CD_FRAME_FLAG_QUANTIZED; /* its flags are kept (bit 0 here) */
     const uint64_t position = 0x0123456789abcdefull;
-    cd_frame_encode_shared(ref, frame, 64, position);
+    cd_frame_header named;
+    cr_assert_eq(cd_frame_decode_header(frame, sizeof frame, &named, NULL), CD_OK);
+    named.flags = CD_FRAME_FLAG_QUANTIZED; /* its flags are kept (bit 0 here) */
+    frame[6] = CD_FRAME_FLAG_QUANTIZED;
+    cd_frame_encode_shared(ref, &named, position);
     cr_assert_eq(memcmp(ref, frame, 6), 0, "magic and version");
     cr_assert_eq(memcmp(ref + 12, frame + 12, 28), 0, "instance, frame, time, count, reserved");
     cr_assert_eq(ref[6], CD_FRAME_FLAG_QUANTIZED | CD_FRAME_FLAG_SHARED);

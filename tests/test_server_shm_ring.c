@@ -149,3 +149,36 @@ Test(server_shm_ring, a_racing_reader_should_accept_only_whole_frames, .timeout 
     free(r->map);
     free(r);
 }
+
+/* Rooms reserved for workers (the step's frames written in place): each
+ * claims at once; published rises as their references go out, never
+ * falling when an earlier room's goes out after a later one's. */
+Test(server_shm_ring, reserved_rooms_should_claim_at_once_and_publish_only_upwards)
+{
+    uint8_t *map = new_map();
+    cd_shm_ring ring;
+    cd_shm_ring_format(&ring, map, SIZE, 1);
+    uint64_t a, b;
+    uint8_t *room_a = cd_shm_ring_reserve(&ring, 500, &a);
+    uint8_t *room_b = cd_shm_ring_reserve(&ring, 700, &b);
+    cr_assert_not_null(room_a);
+    cr_assert_not_null(room_b);
+    cr_assert_eq(a, 0u);
+    cr_assert_eq(b, 500u);
+    cr_assert_eq(room_b - room_a, 500);
+    cr_assert_eq(header_u64(map, 24), 1200u, "both claimed before anything is written");
+    cr_assert_eq(header_u64(map, 32), 0u, "nothing published yet");
+    uint8_t out[700];
+    cr_assert_not(cd_shm_ring_read(map, b, 700, out), "not published: not readable");
+    memset(room_b, 'b', 700);
+    cd_shm_ring_publish(&ring, b + 700);
+    memset(room_a, 'a', 500);
+    cd_shm_ring_publish(&ring, a + 500);
+    cr_assert_eq(header_u64(map, 32), 1200u, "published never falls");
+    cr_assert(cd_shm_ring_read(map, a, 500, out));
+    cr_assert_eq(out[499], 'a');
+    cr_assert(cd_shm_ring_read(map, b, 700, out));
+    cr_assert_eq(out[0], 'b');
+    cr_assert_null(cd_shm_ring_reserve(&ring, SIZE / 4 + 1, &a), "over a quarter of the ring");
+    free(map);
+}

@@ -9,6 +9,9 @@ sockets, reading the ring as any client would (/dev/shm, read-only):
 - a reader that stalls finds its old frames overwritten (the claimed
   counter says so) and its newest whole; the server does not wait for it;
 - a frame longer than a quarter of the ring comes as an ordinary frame;
+- the workers write the ring directly (rooms reserved when a step
+  starts): a step that tears an instance, and a batch of 6 large frames,
+  still name frames equal to a plain subscriber's;
 - the refusals: a bad "shm", --shm-mb 0, a client not on loopback;
 - the object is 0600, removed when the server stops, and a crashed
   server's is removed at the next start."""
@@ -160,6 +163,53 @@ class ShmFramesTest(unittest.TestCase):
         frame = shm.frame()
         self.assertEqual(flags_of(frame), 0, "307,240 bytes > 1 MiB / 4: not in the ring")
         self.assertEqual(len(frame), 40 + 12 * 160 * 160)
+
+    def test_a_step_that_tears_should_name_the_torn_frame(self):
+        # Rooms in the ring were reserved for the particles before the
+        # step; the tear adds particles, so the frame is encoded again.
+        server = self.serve()
+        driver, shm, plain = self.conn(server), self.conn(server), self.conn(server)
+        w, h, spacing = 24, 12, 0.05
+        inst = driver.request("create", width=w, height=h, spacing=spacing, gravity=[0, 0, 0],
+                              tearStrain=0.3, sleepThreshold=0)["instance"]
+        ring = self.ring(shm.request("subscribe", instance=inst, shm=True))
+        plain.request("subscribe", instance=inst)
+        shm.frame(), plain.frame()
+        driver.request("pin", instance=inst, particles=[y * w for y in range(h)])
+        torn_at = None
+        for f in range(1, 151):
+            right = [y * w + w - 1 for y in range(h)]
+            driver.request("pin", instance=inst, particles=right,
+                           positions=[[(w - 1) * spacing + f / 60, -y * spacing, 0] for y in range(h)])
+            reply = driver.request("step", instances=[inst])
+            ref, frame = shm.frame(), plain.frame()
+            self.assertEqual(ring.resolve(ref), frame, f"step {f}")
+            if inst in reply.get("torn", []):
+                torn_at = f
+                break
+        self.assertIsNotNone(torn_at, "the sheet tore")
+        self.assertGreater(struct.unpack_from("<I", frame, 32)[0], w * h, "more particles after the tear")
+
+    def test_a_batch_of_many_frames_should_name_each_whole(self):
+        # 6 frames of 120,040 bytes in one step, 720 KB of a 1 MiB ring,
+        # each room reserved when the step starts and filled by a worker.
+        server = self.serve("--shm-mb", "1")
+        driver, shm, plain = self.conn(server), self.conn(server), self.conn(server)
+        ids = [driver.request("create", width=100, height=100, spacing=0.01,
+                              origin=[2.0 * i, 0, 0])["instance"] for i in range(6)]
+        ring = self.ring(shm.request("subscribe", shm=True))
+        plain.request("subscribe")
+        for _ in ids:
+            shm.frame(), plain.frame()
+        for step in range(3):
+            self.assertEqual(driver.request("step", dt=1 / 60)["stepped"], 6)
+            got = {}
+            for _ in ids:
+                ref, frame = shm.frame(), plain.frame()
+                got[struct.unpack_from("<I", ref, 12)[0]] = (ring.resolve(ref), frame)
+            self.assertEqual(sorted(got), sorted(ids))
+            for inst, (from_ring, frame) in got.items():
+                self.assertEqual(from_ring, frame, f"step {step}, instance {inst}")
 
     def test_bad_shm_requests_should_be_refused_and_subscribe_nothing(self):
         server = self.serve("--shm-mb", "0")
