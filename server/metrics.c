@@ -461,6 +461,10 @@ cd_dispatch_result cd_cmd_stats(cd_conn *conn, const cd_request *req)
     cJSON_AddNumberToObject(sent, "frameBytes", (double)m->sent_bytes[CD_WRITE_FRAME]);
     cJSON_AddNumberToObject(sent, "frames", (double)m->frames_sent);
     cJSON_AddNumberToObject(sent, "framesSkipped", (double)m->frames_skipped);
+    cJSON *shm = cJSON_AddObjectToObject(reply, "shm");
+    cJSON_AddNumberToObject(shm, "sizeBytes", (double)server->shm.size);
+    cJSON_AddNumberToObject(shm, "frames", (double)server->shm.frames);
+    cJSON_AddNumberToObject(shm, "bytes", (double)server->shm.bytes);
 
     cJSON *requests = cJSON_AddObjectToObject(reply, "requests");
     for (unsigned c = 0; c < CD_CMD_COUNT; c++)
@@ -589,6 +593,13 @@ char *cd_metrics_prometheus(cd_server *server, size_t *len)
     sample(&t, "clothd_frames_skipped_total", "counter",
            "Frames a slow subscriber skipped (replaced by a newer one before being sent).",
            (double)m->frames_skipped);
+    sample(&t, "clothd_shm_size_bytes", "gauge",
+           "The shared-memory frame ring's data bytes (0 until a subscriber asks for it).",
+           (double)server->shm.size);
+    sample(&t, "clothd_shm_frames_total", "counter", "Frames written into the shared-memory ring.",
+           (double)server->shm.frames);
+    sample(&t, "clothd_shm_bytes_total", "counter", "Bytes written into the shared-memory ring.",
+           (double)server->shm.bytes);
 
     sample(&t, "clothd_connections", "gauge", "Client connections open now.", server->conn_count);
     sample(&t, "clothd_connections_limit", "gauge", "Client connections at most (--max-connections).",

@@ -110,6 +110,9 @@ class ShmFramesTest(unittest.TestCase):
         _, _, _, _, claimed, published, _ = ring.header()
         position = struct.unpack_from("<Q", ref, 40)[0]
         self.assertEqual((claimed, published), (position + length,) * 2, "the newest frame's end")
+        stats = driver.request("stats")
+        self.assertEqual(stats["shm"], {"sizeBytes": 64 << 20, "frames": 4, "bytes": 4 * length},
+                         "one copy per frame, whoever reads it")
 
     def test_every_shm_subscriber_of_a_form_should_share_one_copy_over_tcp_and_unix(self):
         with tempfile.TemporaryDirectory(prefix="clothd-shm-") as d:
