@@ -78,7 +78,7 @@ $(BUILD)/unit_tests: $(TEST_OBJ) $(CORE_OBJ)
 # "No allocation inside a step", counted by malloc and its kin interposed
 # in this executable (tests/alloc/count_alloc.c); never with a sanitizer.
 ALLOC_TEST_SRC := $(wildcard tests/alloc/*.c)
-$(BUILD)/alloc_tests: $(call obj,$(ALLOC_TEST_SRC)) $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(call obj,server/pool.c server/frames.c)
+$(BUILD)/alloc_tests: $(call obj,$(ALLOC_TEST_SRC)) $(SOLVER_OBJ) $(PROTOCOL_OBJ) $(call obj,server/pool.c server/frames.c server/shm_ring.c)
 	$(CC) $^ -o $@ $(LDLIBS) -lcriterion
 
 # The same unit tests built with AddressSanitizer and UBSan.

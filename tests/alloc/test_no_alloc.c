@@ -287,15 +287,18 @@ typedef struct framed {
     scene *s;
     cd_frame_channels channels[3];
     cd_frame_buf *forms[3][CD_FRAME_FORMS];
+    uint8_t *rooms[3]; /* in a shared-memory ring: the "shm" subscribers' plain form */
 } framed;
 
 static void fill_frames(void *arg)
 {
     framed *f = arg;
+    cd_shm_ring_before_writes();
     for (int k = 0; k < 3; k++) {
         cd_frame_channels_compute(&f->channels[k], f->s->inst[k]);
         for (uint32_t form = 0; form < CD_FRAME_FORMS; form++)
             cd_frame_buf_fill(f->forms[k][form], f->s->inst[k], &f->channels[k]);
+        cd_frame_fill_bytes(f->rooms[k], 0, f->s->inst[k], &f->channels[k]);
     }
 }
 
@@ -313,13 +316,26 @@ Test(no_alloc, frames_with_velocities_and_normals_allocate_nothing)
             cr_assert_not_null(f.forms[k][form]);
         }
     }
+    cd_shm_ring ring;
+    uint8_t *map = aligned_alloc(4096, CD_SHM_HEADER_SIZE + (1u << 20));
+    cr_assert_not_null(map);
+    cd_shm_ring_format(&ring, map, 1u << 20, 1);
     long total = 0;
     for (int step = 0; step < 30; step++) {
         animate(&s, step);
         step_all(&s);
+        for (int k = 0; k < 3; k++) { /* the loop thread's part: reserved before the step */
+            uint64_t at;
+            f.rooms[k] = cd_shm_ring_reserve(
+                &ring, (uint32_t)cd_frame_size_flags(cd_instance_particle_count(s.inst[k]), 0), &at);
+            cr_assert_not_null(f.rooms[k]);
+        }
         total += counted(fill_frames, &f);
     }
     cr_assert_eq(total, 0, "%ld allocations filling frames", total);
+    cr_assert_eq(memcmp(f.rooms[2], f.forms[2][0]->data, f.forms[2][0]->len), 0,
+                 "a room in the ring holds the plain form's bytes");
+    free(map);
     /* The frames hold the channels: the cape moved, so some velocity is
      * not zero (the plain form's velocities start after 12 bytes each). */
     const cd_frame_buf *full = f.forms[0][CD_FRAME_FLAG_VELOCITIES];
