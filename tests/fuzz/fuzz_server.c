@@ -278,7 +278,9 @@ static bool take_frame(reader *r)
      * then velocities (bit 1), then normals (bit 2). */
     const uint64_t xyz = (flags & 1) ? 24 + 6ull * count : 12ull * count;
     uint64_t want = 40 + xyz + ((flags & 2) ? xyz : 0) + ((flags & 4) ? ((flags & 1) ? 4ull : 12ull) * count : 0);
-    if (version != 1 || (flags & ~7u) != 0 || length != want)
+    if (flags & 8) /* a reference to a frame in shared memory ("shm"): 56 bytes */
+        want = 56;
+    if (version != 1 || (flags & ~15u) != 0 || length != want)
         finding("a bad frame header: version %u, flags %u, length %u for %u particles", version,
                 flags, length, count);
     if (length > MAX_MESSAGE)

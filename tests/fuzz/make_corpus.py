@@ -182,6 +182,13 @@ def main(argv: list[str]) -> int:
          '{"cmd":"step","instances":[1,2,3]}', '@{"cmd":"destroy","instance":2}',
          '{"cmd":"step","instances":[1,3]}', '@{"cmd":"get","instance":65535}',
          '{"cmd":"step"}', '@{"cmd":"destroy","instance":3}', '{"cmd":"get","instance":1}'],
+        # Shared-memory subscribers (references, flags bit 3) around steps, a
+        # tear and a destroy.
+        ['{"cmd":"create","width":8,"height":8}',
+         '{"cmd":"create","width":8,"height":8,"tearStrain":0.3,"gravity":[0,-80,0]}',
+         '@{"cmd":"subscribe","shm":true}', '{"cmd":"subscribe","instance":1,"shm":true,"channels":["normals"]}',
+         '{"cmd":"pin","instance":2,"particles":[0]}', '{"cmd":"step","instances":[1,2]}',
+         '@{"cmd":"destroy","instance":2}', '{"cmd":"step"}', '{"cmd":"unsubscribe"}', '{"cmd":"stats"}'],
         ['{"id":"\\u00e9","cmd":"ping"}', '{"id":[1],"cmd":"status"}', '{"cmd":"debug","enabled":true}',
          '{"cmd":"transform","instance":1,"name":"hand","position":[0,1,0]}', '{"cmd":"status"}'],
     ]
