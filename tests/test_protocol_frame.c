@@ -737,3 +737,18 @@ Test(protocol_frame, a_shared_reference_should_carry_the_frames_header_position_
     cr_assert_eq(cd_frame_decode_header(ref, sizeof ref, &h, &err), CD_E_INVALID_ARGUMENT);
     cr_assert_str_eq(err.message, "frame: unknown flags 0x0010");
 }
+
+/* PROTOCOL.md "Shared-memory frames", its test vector byte for byte. */
+Test(protocol_frame, the_documented_reference_vector_should_be_what_the_encoder_writes)
+{
+    static const uint8_t documented[CD_FRAME_SHARED_SIZE] = {
+        0x89, 0x43, 0x4c, 0x46, 0x01, 0x00, 0x08, 0x00, 0x38, 0x00, 0x00, 0x00, 0x01, 0x00,
+        0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0xf0, 0x3f, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x58, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    const cd_frame_header named = {.version = 1, .flags = 0, .length = 88, .instance = 1,
+                                   .frame = 2, .time = 1.0, .count = 4};
+    uint8_t ref[CD_FRAME_SHARED_SIZE];
+    cd_frame_encode_shared(ref, &named, 4096);
+    cr_assert_eq(memcmp(ref, documented, sizeof ref), 0);
+}
