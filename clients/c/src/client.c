@@ -182,6 +182,7 @@ void clothd_close(clothd_client *c)
     cdc_jdoc_free(&c->doc);
     cdc_ring_free(c);
     cdc_subs_free(c);
+    cdc_shm_free(c);
     free(c->host);
     free(c->unix_path);
     free(c->endpoint);

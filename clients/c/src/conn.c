@@ -10,7 +10,8 @@
  * what follows is dispatched once the caller is done (cdc_collect).
  * Other replies are copied into their ticket's slot. A drop fails every
  * waiting ticket; with automatic reconnect the client then connects again,
- * presents its token and renews its subscriptions (subs.c). */
+ * presents its token and renews its subscriptions (subs.c); a shared-memory
+ * ring is unmapped by the drop and mapped again from the renewed replies. */
 #include "internal.h"
 
 #include <limits.h>
@@ -62,6 +63,7 @@ void cdc_drop(clothd_client *c, clothd_code code, bool fatal, const char *fmt, .
     c->send_failed = false;
     c->peer_reason[0] = '\0';
     c->access = CLOTHD_ACCESS_NONE;
+    cdc_shm_detach(c); /* the next connection's subscribe replies name the ring again */
     bool again = c->reconnect && !fatal && !c->initial;
     cdc_ring_fail_waiting(c, code, again);
     if (!again) {
@@ -309,6 +311,8 @@ static void handle_line(clothd_client *c, const char *line, size_t len)
             clothd_error er;
             cdc_reply_error(d, 0, &er);
             cdc_async_push(c, &er);
+        } else if (e->shm_failed) {
+            cdc_async_push(c, &c->shm_error);
         }
         cdc_entry_done(c, t);
         return;

@@ -5,7 +5,10 @@
  * floats, and handing each received frame to its instance's target and to
  * the on_frame callback. The bytes are read
  * where they lie in the receive buffer: the caller's array is the only
- * copy. */
+ * copy. A shared-memory reference (flags bit 3, 56 bytes) is resolved
+ * first: its frame is copied out of the ring (shm.c), checked to be the
+ * one the reference names, and delivered like any other; one the server
+ * overwrote first is counted as missed. */
 #include "internal.h"
 
 #include <math.h>
@@ -15,6 +18,11 @@
 #define QUANT_BOX 24
 #define FLAG_QUANTIZED 0x1u
 #define FLAGS_KNOWN (FLAG_QUANTIZED | CLOTHD_CHANNEL_VELOCITIES | CLOTHD_CHANNEL_NORMALS)
+#define FLAG_SHARED 0x8u  /* a reference to a frame in the shared-memory ring */
+#define REFERENCE_SIZE 56
+
+/* What check() found. */
+enum { FRAME_OK, FRAME_SKIP, FRAME_BROKEN, FRAME_REFERENCE };
 
 /* Offsets after the header: positions at 0, then the velocities, then the
  * normals (each only with its flag); *end is the payload's size. */
@@ -53,28 +61,36 @@ static bool little_endian(void)
     return b == 1;
 }
 
-/* 0 ok, 1 skip (a version or flag this client does not know), 2 broken. */
+/* FRAME_OK; FRAME_SKIP (a version or flag this client does not know);
+ * FRAME_BROKEN; FRAME_REFERENCE: a 56-byte shared-memory reference, whose
+ * header (the named frame's, flags with bit 3) is in *out and nothing
+ * else. */
 static int check(const unsigned char *p, size_t size, clothd_frame *out, clothd_error *err)
 {
     if (size < FRAME_HEADER) {
         cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: %zu bytes is shorter than the 40-byte header", size);
-        return 2;
+        return FRAME_BROKEN;
     }
     if (p[0] != 0x89 || p[1] != 'C' || p[2] != 'L' || p[3] != 'F') {
         cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: bad magic %02x %02x %02x %02x", p[0], p[1], p[2], p[3]);
-        return 2;
+        return FRAME_BROKEN;
     }
     uint32_t length = le32(p + 8);
     if (length != size) {
         cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: its header says %lu bytes, %zu given", (unsigned long)length,
                  size);
-        return 2;
+        return FRAME_BROKEN;
     }
     uint16_t version = le16(p + 4), flags = le16(p + 6);
-    if (version != 1 || (flags & ~FLAGS_KNOWN) != 0) {
-        cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: version %u flags 0x%04x unknown (this client reads version 1, flag bits 0-2)",
+    if (version != 1 || (flags & ~(FLAGS_KNOWN | FLAG_SHARED)) != 0) {
+        cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: version %u flags 0x%04x unknown (this client reads version 1, flag bits 0-3)",
                  version, flags);
-        return 1;
+        return FRAME_SKIP;
+    }
+    if ((flags & FLAG_SHARED) && size != REFERENCE_SIZE) {
+        cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: a shared-memory reference (flags bit 3) of %zu bytes, not %d",
+                 size, REFERENCE_SIZE);
+        return FRAME_BROKEN;
     }
     memset(out, 0, sizeof *out);
     out->instance.id = le32(p + 12);
@@ -86,13 +102,15 @@ static int check(const unsigned char *p, size_t size, clothd_frame *out, clothd_
     out->flags = flags;
     out->has_velocities = (flags & CLOTHD_CHANNEL_VELOCITIES) != 0;
     out->has_normals = (flags & CLOTHD_CHANNEL_NORMALS) != 0;
+    if (flags & FLAG_SHARED)
+        return FRAME_REFERENCE;
     uint64_t at_velocities, at_normals, end;
     sections(flags, out->count, &at_velocities, &at_normals, &end);
     uint64_t want = FRAME_HEADER + end;
     if (want != size) {
         cdc_fail(err, CLOTHD_E_PROTOCOL, "frame: %lu particles need %llu bytes, the frame has %zu",
                  (unsigned long)out->count, (unsigned long long)want, size);
-        return 2;
+        return FRAME_BROKEN;
     }
     if (out->quantized) {
         for (int k = 0; k < 3; k++) {
@@ -106,14 +124,21 @@ static int check(const unsigned char *p, size_t size, clothd_frame *out, clothd_
     }
     out->payload = p + FRAME_HEADER;
     out->payload_size = size - FRAME_HEADER;
-    return 0;
+    return FRAME_OK;
 }
 
 clothd_code clothd_frame_parse(const void *bytes, size_t size, clothd_frame *out, clothd_error *err)
 {
     if (bytes == NULL || out == NULL)
         return cdc_fail(err, CLOTHD_E_USAGE, "frame: NULL argument");
-    if (check(bytes, size, out, err) != 0)
+    int rc = check(bytes, size, out, err);
+    if (rc == FRAME_REFERENCE) {
+        memset(out, 0, sizeof *out);
+        return cdc_fail(err, CLOTHD_E_PROTOCOL,
+                        "frame: a shared-memory reference (flags bit 3), not a frame: a client resolves it "
+                        "through the ring (subscribe's shm)");
+    }
+    if (rc != FRAME_OK)
         return CLOTHD_E_PROTOCOL;
     cdc_ok(err);
     return CLOTHD_OK;
@@ -223,15 +248,55 @@ clothd_code clothd_frame_decode_normals(const clothd_frame *f, float *out, size_
     return CLOTHD_OK;
 }
 
+/* The frame a reference names, copied out of the ring and checked to be
+ * it: FRAME_OK (*frame, *size: the copy), FRAME_SKIP (missed: counted),
+ * FRAME_BROKEN (err says why). */
+static int resolve(clothd_client *c, const unsigned char *ref, const unsigned char **frame, size_t *size,
+                   clothd_error *err)
+{
+    const uint64_t position = le64(ref + 40);
+    const uint32_t length = le32(ref + 48);
+    const unsigned char *copy = NULL;
+    cdc_shm_result got = cdc_shm_copy(c, position, length, &copy, err);
+    if (got == CDC_SHM_MISSED) {
+        c->stats.frames_missed++;
+        return FRAME_SKIP;
+    }
+    if (got == CDC_SHM_BROKEN)
+        return FRAME_BROKEN;
+    /* Whole, so the server wrote these bytes for this reference: the same
+     * header but for bit 3 and the length. */
+    if (length < FRAME_HEADER || memcmp(copy, ref, 6) != 0 || le16(copy + 6) != (le16(ref + 6) & ~FLAG_SHARED) ||
+        le32(copy + 8) != length || memcmp(copy + 12, ref + 12, FRAME_HEADER - 12) != 0) {
+        cdc_fail(err, CLOTHD_E_PROTOCOL,
+                 "shm: the %lu bytes at ring position %llu are not the frame their reference names (instance %lu, "
+                 "frame %llu)",
+                 (unsigned long)length, (unsigned long long)position, (unsigned long)le32(ref + 12),
+                 (unsigned long long)le64(ref + 16));
+        return FRAME_BROKEN;
+    }
+    *frame = copy;
+    *size = length;
+    return FRAME_OK;
+}
+
 void cdc_frame_dispatch(clothd_client *c, const unsigned char *bytes, size_t size)
 {
     clothd_frame f;
     clothd_error err;
     int rc = check(bytes, size, &f, &err);
-    if (rc == 1)
-        return; /* skipped by its length, as PROTOCOL.md asks */
-    if (rc == 2) {
-        cdc_drop(c, CLOTHD_E_PROTOCOL, true, "protocol: %s", err.message);
+    if (rc == FRAME_REFERENCE) {
+        rc = resolve(c, bytes, &bytes, &size, &err);
+        if (rc == FRAME_OK)
+            rc = check(bytes, size, &f, &err); /* the copy's flags are without bit 3 */
+    }
+    if (rc == FRAME_SKIP)
+        return; /* skipped by its length, as PROTOCOL.md asks; or missed */
+    if (rc == FRAME_BROKEN) {
+        if (err.code == CLOTHD_E_NOMEM)
+            cdc_drop(c, CLOTHD_E_NOMEM, true, "%s", err.message);
+        else
+            cdc_drop(c, CLOTHD_E_PROTOCOL, true, "protocol: %s", err.message);
         return;
     }
     clothd_frame_target *t = cdc_target_of(c, f.instance.id);

@@ -80,6 +80,14 @@ typedef enum cdc_role {
     CDC_ROLE_RESUBSCRIBE,
 } cdc_role;
 
+/* subscribe's options, as sent and as kept for a reconnect. */
+typedef struct cdc_sub_opts {
+    clothd_opt_b quantize;
+    clothd_opt_i every;
+    uint32_t channels;     /* CLOTHD_CHANNEL_* bits; 0: not sent */
+    bool shm;              /* "shm":true (never sent false: that is the default) */
+} cdc_sub_opts;
+
 typedef struct cdc_entry {
     uint8_t kind;          /* cdc_kind */
     uint8_t state;         /* cdc_state */
@@ -88,13 +96,12 @@ typedef struct cdc_entry {
     bool in_place;         /* the line is still in the input buffer (ref) */
     bool any_id;           /* clothd_send_line: the reply's id is the line's own */
     bool reconnecting;     /* FAILED: automatic reconnect was on */
+    bool shm_failed;       /* an ok subscribe whose ring could not be mapped (c->shm_error) */
     clothd_code fail;      /* FAILED: why */
     /* Subscription bookkeeping, applied when an ok reply arrives. */
     uint32_t instance;     /* destroy / (un)subscribe `instance`; resubscribe: its key */
     bool all;              /* unsubscribe from everything */
-    clothd_opt_b quantize; /* subscribe options */
-    clothd_opt_i every;
-    uint32_t channels;
+    cdc_sub_opts sub;      /* subscribe options */
     uint32_t *ids;         /* unsubscribe `instances` (owned) */
     size_t nids;
     char scene[CLOTHD_SCENE_MAX + 1]; /* (un)subscribe a scene's: its name; "" none */
@@ -109,15 +116,22 @@ typedef struct cdc_entry {
 typedef struct cdc_sub {
     uint32_t instance;
     char scene[CLOTHD_SCENE_MAX + 1]; /* "" for none */
-    clothd_opt_b quantize;
-    clothd_opt_i every;
-    uint32_t channels;
+    cdc_sub_opts opts;
 } cdc_sub;
 
 typedef struct cdc_target {
     uint32_t instance;
     clothd_frame_target *t;
 } cdc_target;
+
+/* The shared-memory ring of this connection (shm.c). */
+typedef struct cdc_shm {
+    const unsigned char *map; /* its header page then its data, read-only; NULL: none mapped */
+    uint64_t size;            /* data bytes */
+    char name[256];           /* as the subscribe reply named it ("/clothd-4242-9f3a01c7") */
+    unsigned char *copy;      /* the frame being delivered, copied out of the ring (owned) */
+    size_t copy_cap;
+} cdc_shm;
 
 typedef enum cdc_link {
     CDC_LINK_UP,
@@ -184,6 +198,8 @@ struct clothd_client {
     size_t nasync;
     clothd_client_stats stats;
     char *scene;           /* clothd_use_scene's (owned), or NULL */
+    cdc_shm shm;           /* subscribe's shm: its ring, mapped from the reply, unmapped by a drop */
+    clothd_error shm_error; /* why the last ring could not be mapped */
 };
 
 /* ---- errors (errors.c) ---- */
@@ -229,20 +245,41 @@ void cdc_ring_free(clothd_client *c);
 void cdc_async_push(clothd_client *c, const clothd_error *e);
 
 /* ---- subscriptions and frame targets (subs.c) ---- */
-void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every,
-                 uint32_t channels);
-/* subscribe's "channels" (CLOTHD_CHANNEL_* bits; nothing when 0). */
-void cdc_put_channels(cdc_jw *w, uint32_t channels);
+void cdc_sub_put(clothd_client *c, uint32_t instance, const cdc_sub_opts *o);
+/* subscribe's "quantize", "every", "channels" and "shm", each only when set. */
+void cdc_put_sub_opts(cdc_jw *w, const cdc_sub_opts *o);
 void cdc_sub_remove(clothd_client *c, uint32_t instance);
 void cdc_sub_clear(clothd_client *c);
 clothd_frame_target *cdc_target_of(clothd_client *c, uint32_t instance);
-/* Applies a user request's ok reply to the subscriptions list. */
-void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int root);
+/* Applies a user request's ok reply to the subscriptions list, and maps
+ * the ring a subscribe reply names (e->shm_failed and c->shm_error when it
+ * cannot). */
+void cdc_sub_apply(clothd_client *c, cdc_entry *e, const cdc_jdoc *d, int root);
 /* Queues `auth`, `hello` and one `subscribe` per kept subscription on a new connection. */
 bool cdc_sub_renew(clothd_client *c);
 /* A reply to an internal request (auth, resubscribe). */
 void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const cdc_jdoc *d, int root);
 void cdc_subs_free(clothd_client *c);
+
+/* ---- shared-memory frames (shm.c) ---- */
+/* CLOTHD_OK where this build can map a ring; the Windows build's CLOTHD_E_USAGE. */
+clothd_code cdc_shm_supported(clothd_error *err);
+/* Maps the ring that a subscribe reply's "shm" object (token `shm`) names,
+ * unless it is the one mapped: CLOTHD_OK, or the error naming the object. */
+clothd_code cdc_shm_attach(clothd_client *c, const cdc_jdoc *d, int shm, clothd_error *err);
+/* Unmaps the ring (a drop: the next connection's replies name it again). */
+void cdc_shm_detach(clothd_client *c);
+/* Detaches and frees the copy buffer (clothd_close). */
+void cdc_shm_free(clothd_client *c);
+typedef enum cdc_shm_result {
+    CDC_SHM_WHOLE,   /* *out holds the frame, `length` bytes, valid until the next copy */
+    CDC_SHM_MISSED,  /* overwritten before (or while) it was copied, or no ring mapped */
+    CDC_SHM_BROKEN,  /* not a frame of this ring, or out of memory: err says which */
+} cdc_shm_result;
+/* Copies the `length` bytes at ring position `position` out (the seqlock
+ * read of PROTOCOL.md "Shared-memory frames"). */
+cdc_shm_result cdc_shm_copy(clothd_client *c, uint64_t position, uint32_t length, const unsigned char **out,
+                            clothd_error *err);
 
 /* ---- frames (frame.c) ---- */
 void cdc_frame_dispatch(clothd_client *c, const unsigned char *bytes, size_t size);

@@ -425,18 +425,19 @@ clothd_code clothd_send_subscribe(clothd_client *c, const clothd_subscribe_optio
         memset(&none, 0, sizeof none);
         o = &none;
     }
+    const cdc_sub_opts opts = {o->quantize, o->every, o->channels, o->shm.set && o->shm.value};
+    if (opts.shm) {
+        clothd_code unsupported = cdc_shm_supported(err);
+        if (unsupported != CLOTHD_OK)
+            return unsupported;
+    }
     BEGIN(CDC_K_SUBSCRIBE, "subscribe");
     put_which(&r.w, o);
-    cdc_put_b(&r.w, "quantize", o->quantize);
-    cdc_put_i(&r.w, "every", o->every);
-    cdc_put_channels(&r.w, o->channels);
+    cdc_put_sub_opts(&r.w, &opts);
     cdc_entry *e = NULL;
     rc = cdc_req_end(&r, ticket, &e, err);
-    if (e != NULL) { /* kept for a reconnect once the server says ok */
-        e->quantize = o->quantize;
-        e->every = o->every;
-        e->channels = o->channels;
-    }
+    if (e != NULL) /* kept for a reconnect once the server says ok */
+        e->sub = opts;
     return rc;
 }
 

@@ -84,6 +84,7 @@ static const struct {
     {",\"budgetMs\":", "budget"},
     {",\"lod\":", "budget"},
     {",\"priority\":", "budget"},
+    {",\"shm\":true", "shm"},
 };
 
 clothd_code cdc_req_begin(cdc_req *r, clothd_client *c, cdc_kind kind, const char *cmd, clothd_error *err)
@@ -294,6 +295,8 @@ clothd_code cdc_collect(clothd_client *c, clothd_ticket t, uint64_t kinds, int64
             bool ok = false;
             cdc_jbool(&c->doc, cdc_jget(&c->doc, 0, "ok"), &ok);
             rc = ok ? CLOTHD_OK : cdc_reply_error(&c->doc, 0, err);
+            if (rc == CLOTHD_OK && e->shm_failed) /* the server subscribed; its ring cannot be read */
+                rc = cdc_fail(err, c->shm_error.code, "%s", c->shm_error.message);
             if ((rc == CLOTHD_OK || raw) && fn != NULL) {
                 clothd_code drc = fn(c, &c->doc, 0, out, arg, rc == CLOTHD_OK ? err : NULL);
                 if (rc == CLOTHD_OK)

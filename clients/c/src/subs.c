@@ -5,7 +5,9 @@
  * then one `subscribe` per subscription with its options; their replies
  * are the client's own (a refused token closes the client for good, a
  * subscription that cannot be renewed is dropped and reported as a
- * "resubscribe_failed" event). */
+ * "resubscribe_failed" event, and so is, though kept, one renewed whose
+ * shared-memory ring cannot be mapped). A subscribe reply naming a ring
+ * has it mapped here, before any frame behind the reply is read. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -21,7 +23,7 @@ static cdc_sub *find_sub(clothd_client *c, uint32_t instance, const char *scene)
     return NULL;
 }
 
-void cdc_put_channels(cdc_jw *w, uint32_t channels)
+static void put_channels(cdc_jw *w, uint32_t channels)
 {
     if (channels == 0)
         return;
@@ -35,8 +37,18 @@ void cdc_put_channels(cdc_jw *w, uint32_t channels)
     cdc_jw_array_close(w);
 }
 
-static void put_sub(clothd_client *c, uint32_t instance, const char *scene, clothd_opt_b quantize,
-                    clothd_opt_i every, uint32_t channels)
+void cdc_put_sub_opts(cdc_jw *w, const cdc_sub_opts *o)
+{
+    cdc_put_b(w, "quantize", o->quantize);
+    cdc_put_i(w, "every", o->every);
+    put_channels(w, o->channels);
+    if (o->shm) {
+        cdc_jw_key(w, "shm");
+        cdc_jw_bool(w, true);
+    }
+}
+
+static void put_sub(clothd_client *c, uint32_t instance, const char *scene, const cdc_sub_opts *o)
 {
     cdc_sub *s = find_sub(c, instance, scene);
     if (s == NULL) {
@@ -52,15 +64,12 @@ static void put_sub(clothd_client *c, uint32_t instance, const char *scene, clot
         s->instance = instance;
         snprintf(s->scene, sizeof s->scene, "%s", scene);
     }
-    s->quantize = quantize;
-    s->every = every;
-    s->channels = channels;
+    s->opts = *o;
 }
 
-void cdc_sub_put(clothd_client *c, uint32_t instance, clothd_opt_b quantize, clothd_opt_i every,
-                 uint32_t channels)
+void cdc_sub_put(clothd_client *c, uint32_t instance, const cdc_sub_opts *o)
 {
-    put_sub(c, instance, "", quantize, every, channels);
+    put_sub(c, instance, "", o);
 }
 
 static void remove_sub(clothd_client *c, uint32_t instance, const char *scene)
@@ -89,7 +98,7 @@ void cdc_subs_free(clothd_client *c)
     c->nsubs = c->subs_cap = c->ntargets = c->targets_cap = 0;
 }
 
-void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int root)
+void cdc_sub_apply(clothd_client *c, cdc_entry *e, const cdc_jdoc *d, int root)
 {
     switch (e->kind) {
     case CDC_K_DESTROY: {
@@ -105,19 +114,22 @@ void cdc_sub_apply(clothd_client *c, const cdc_entry *e, const cdc_jdoc *d, int 
         break;
     }
     case CDC_K_SUBSCRIBE: {
+        int shm = cdc_jget(d, root, "shm");
+        if (shm >= 0 && cdc_shm_attach(c, d, shm, &c->shm_error) != CLOTHD_OK)
+            e->shm_failed = true; /* the server holds it anyway: kept, and its frames count as missed */
         bool all = false;
         if (cdc_jbool(d, cdc_jget(d, root, "all"), &all) && all)
-            cdc_sub_put(c, 0, e->quantize, e->every, e->channels);
+            cdc_sub_put(c, 0, &e->sub);
         char scene[CLOTHD_SCENE_MAX + 1];
         if (cdc_jstr_copy(d, cdc_jget(d, root, "scene"), scene, sizeof scene, NULL)) {
-            put_sub(c, 0, scene, e->quantize, e->every, e->channels); /* renewed by name */
+            put_sub(c, 0, scene, &e->sub); /* renewed by name */
             break;
         }
         int list = cdc_jget(d, root, "instances");
         for (int i = cdc_jfirst(d, list); i >= 0 && i < (int)d->tok[list].next; i = cdc_jnext(d, i)) {
             uint64_t id;
             if (cdc_juint(d, i, UINT32_MAX, &id))
-                cdc_sub_put(c, (uint32_t)id, e->quantize, e->every, e->channels);
+                cdc_sub_put(c, (uint32_t)id, &e->sub);
         }
         break;
     }
@@ -164,9 +176,7 @@ bool cdc_sub_renew(clothd_client *c)
         }
         if (s->scene[0] != '\0')
             cdc_put_str(&r.w, "scene", s->scene);
-        cdc_put_b(&r.w, "quantize", s->quantize);
-        cdc_put_i(&r.w, "every", s->every);
-        cdc_put_channels(&r.w, s->channels);
+        cdc_put_sub_opts(&r.w, &s->opts);
         r.role = CDC_ROLE_RESUBSCRIBE;
         e = NULL;
         if (cdc_req_end(&r, NULL, &e, NULL) == CLOTHD_E_NOMEM)
@@ -207,9 +217,15 @@ void cdc_internal_reply(clothd_client *c, cdc_entry *e, clothd_ticket t, const c
         cdc_drop(c, er.code, true, "the server refused the connection: %s: %s", er.wire_code, er.message);
         return;
     }
-    if (ok)
-        return;
-    remove_sub(c, instance, scene);
+    if (ok) {
+        int shm = cdc_jget(d, root, "shm");
+        if (shm < 0 || cdc_shm_attach(c, d, shm, &er) == CLOTHD_OK)
+            return;
+        /* Renewed, but its ring cannot be mapped: kept (the server holds
+         * it; its frames count as missed), and reported. */
+    } else {
+        remove_sub(c, instance, scene);
+    }
     if (c->on_event != NULL) {
         clothd_event ev;
         memset(&ev, 0, sizeof ev);

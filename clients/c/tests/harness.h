@@ -146,5 +146,6 @@ extern const ct_test ct_scene_tests[];
 extern const ct_test ct_shard_tests[];
 extern const ct_test ct_hello_tests[];
 extern const ct_test ct_unix_tests[];
+extern const ct_test ct_shm_tests[];
 
 #endif

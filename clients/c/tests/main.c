@@ -12,6 +12,7 @@ static const ct_test *const suites[] = {
     ct_json_tests,       ct_frame_tests,    ct_api_tests,       ct_command_tests, ct_error_tests,
     ct_subscribe_tests,  ct_pipeline_tests, ct_connection_tests, ct_auth_tests,   ct_example_tests,
     ct_garment_tests,    ct_scene_tests,    ct_shard_tests,     ct_hello_tests,   ct_unix_tests,
+    ct_shm_tests,
 };
 
 int main(int argc, char **argv)

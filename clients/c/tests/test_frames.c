@@ -2,7 +2,9 @@
  * read with the library's own JSON reader): every header field, and every
  * position, velocity and normal bit for bit after rounding to float32
  * (plain and quantized: this decoder computes in float64 as the rule says). Then frames that break the
- * layout must be refused with a reason, and an unknown version skipped. */
+ * layout must be refused with a reason (a shared-memory reference, flags
+ * bit 3, is 56 bytes and not a frame to parse), and an unknown version
+ * skipped. */
 #include "harness.h"
 
 #include <math.h>
@@ -164,9 +166,18 @@ static void broken_frames_should_be_refused_with_a_reason(void)
     CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "version"),
           "%s", err.message);
     memcpy(bad, good, sizeof bad);
-    bad[6] = 8; /* an unknown flag */
-    CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "flags"),
-          "flag bit 3");
+    bad[6] = 0x10; /* an unknown flag */
+    CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "flags 0x0010"),
+          "flag bit 4: %s", err.message);
+    bad[6] = 8; /* a shared-memory reference is 56 bytes, never 64 */
+    CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL &&
+              strstr(err.message, "reference (flags bit 3) of 64 bytes, not 56"),
+          "%s", err.message);
+    bad[8] = 56; /* a reference: only a client holding the ring resolves it */
+    CHECK(clothd_frame_parse(bad, 56, &f, &err) == CLOTHD_E_PROTOCOL &&
+              strstr(err.message, "a shared-memory reference (flags bit 3), not a frame") && f.count == 0,
+          "%s", err.message);
+    memcpy(bad, good, sizeof bad);
     bad[6] = 2; /* velocities announced, none there: the length is wrong */
     CHECK(clothd_frame_parse(bad, sizeof bad, &f, &err) == CLOTHD_E_PROTOCOL && strstr(err.message, "particles"),
           "%s", err.message);

@@ -35,7 +35,8 @@ static void hello_should_be_kept_with_features_and_limits(void)
         CHECK(clothd_get_status(c, &st, &err) == CLOTHD_OK && strcmp(st.version, info.version) == 0,
               "hello's version %s is status's %s", info.version, st.version);
         clothd_status_free(&st);
-        const char *want[] = {"warnings", "strict", "scenes", "ephemeral", "softbody", "mesh", "skin", "budget"};
+        const char *want[] = {"warnings", "strict", "scenes", "ephemeral", "softbody", "mesh", "skin", "budget",
+                              "shm"};
         CHECK(info.feature_count == sizeof want / sizeof want[0], "%zu features", info.feature_count);
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
             CHECK(clothd_has_feature(c, want[i]) && strcmp(info.features[i], want[i]) == 0, "%s", want[i]);

@@ -188,8 +188,9 @@ typedef struct clothd_client clothd_client;
 
 /* A frame as received: header fields, and the positions when they were
  * decoded into a registered target. `payload` points into the client's
- * receive buffer and is valid only during the callback (or, for
- * clothd_frame_parse, as long as the caller's bytes). */
+ * receive buffer (a shared-memory frame's: into the client's copy of it)
+ * and is valid only during the callback (or, for clothd_frame_parse, as
+ * long as the caller's bytes). */
 typedef struct clothd_frame {
     clothd_instance instance;
     uint64_t frame;          /* steps this instance has taken */
@@ -354,7 +355,8 @@ typedef struct clothd_server_info {
     uint32_t protocol;        /* PROTOCOL.md's version (1) */
     bool strict;              /* the connection's strict setting */
     /* "warnings", "strict", "scenes", "ephemeral", "softbody", "mesh",
-     * "skin", "budget", and with --data-dir "snapshots", "recording". */
+     * "skin", "budget", "shm" (not with --shm-mb 0), and with --data-dir
+     * "snapshots", "recording". */
     char features[CLOTHD_MAX_FEATURES][CLOTHD_FEATURE_NAME_MAX + 1];
     size_t feature_count;
     clothd_limits limits;
@@ -380,7 +382,7 @@ CLOTHD_API clothd_code clothd_hello(clothd_client *c, clothd_opt_b strict, cloth
  * request carrying a scene, clothd_scene, clothd_scenes), "ephemeral",
  * "softbody" (clothd_create_softbody), "mesh" (clothd_create_mesh_cloth),
  * "skin", "budget" (a step's budget_ms), "snapshots" (save, load),
- * "recording" (record, replay). With nothing known (no_hello, or hello
+ * "recording" (record, replay), "shm" (subscribe's shm). With nothing known (no_hello, or hello
  * refused before auth) nothing is checked; against a server without hello
  * every such call fails. */
 /* The access the last `auth` granted on this connection. Thread: client. */
@@ -389,12 +391,17 @@ CLOTHD_API clothd_access clothd_access_granted(const clothd_client *c);
 typedef struct clothd_client_stats {
     uint64_t requests;      /* sent */
     uint64_t replies;       /* received */
-    uint64_t frames;        /* received */
+    uint64_t frames;        /* received (shared-memory references included) */
     uint64_t events;        /* received */
     uint64_t bytes_in, bytes_out;
     uint64_t reconnects;    /* connections re-established */
     uint64_t async_errors;  /* error replies to requests sent without a ticket */
     uint64_t warnings;      /* replies' warnings (members the server did not read) */
+    /* Shared-memory frames (subscribe's shm) not delivered: the server
+     * overwrote the frame in its ring before this client copied it out (a
+     * reader more than the ring behind, or a ring this client could not
+     * map). The frame numbers of the next delivered frame show the gap. */
+    uint64_t frames_missed;
 } clothd_client_stats;
 /* The client's own counters (a copy). Thread: client. */
 CLOTHD_API clothd_client_stats clothd_get_client_stats(const clothd_client *c);
@@ -889,6 +896,25 @@ typedef struct clothd_subscribe_options {
      * included (renewed by name after a reconnect); unsubscribe: the
      * scene's. With instances: each must be in it. NULL: not sent. */
     const char *scene;
+    /* true: frames through the server's shared-memory ring (PROTOCOL.md
+     * "Shared-memory frames"), for a client on clothd's host (the Unix
+     * socket or loopback) running as clothd's user. The socket then carries
+     * 56-byte references; the client maps the ring the reply names
+     * (read-only, once per connection, unmapped on close and reconnect),
+     * copies each frame out and delivers it exactly as an ordinary one
+     * (flags without bit 3); a frame overwritten before it was copied is
+     * not delivered but counted (clothd_client_stats.frames_missed). Frames
+     * over a quarter of the ring come through the socket as usual. Errors:
+     * CLOTHD_E_INCOMPATIBLE, unsent, when the server's hello lacks "shm"
+     * (an older clothd, or one started with --shm-mb 0); the server's
+     * CLOTHD_E_INVALID_ARGUMENT for a client not on its host;
+     * CLOTHD_E_IO naming the object ("shm: cannot open
+     * /dev/shm/clothd-...: Permission denied") or CLOTHD_E_PROTOCOL (not
+     * a clothd ring) when the ring cannot be mapped: the server holds the
+     * subscription then, and its frames count as missed until it is
+     * dropped. POSIX only: the Windows build fails with CLOTHD_E_USAGE,
+     * unsent. */
+    clothd_opt_b shm;
 } clothd_subscribe_options;
 
 /* subscribe's channels, the frame flags that announce them. */
@@ -1280,8 +1306,9 @@ CLOTHD_API clothd_code clothd_set_frame_target(clothd_client *c, clothd_instance
 
 /* Checks one complete frame (magic, version, flags, length) of `size`
  * bytes and fills *out (positions NULL; payload points into `bytes`).
- * CLOTHD_E_PROTOCOL with the reason when it is not a valid frame. Keeps
- * nothing. Thread: any. */
+ * CLOTHD_E_PROTOCOL with the reason when it is not a valid frame, and for
+ * a shared-memory reference (flags bit 3), which only a client holding the
+ * ring can resolve (clothd_poll does). Keeps nothing. Thread: any. */
 CLOTHD_API clothd_code clothd_frame_parse(const void *bytes, size_t size, clothd_frame *out,
                                           clothd_error *err);
 /* Decodes a parsed frame's positions into `out` (3*capacity floats,
