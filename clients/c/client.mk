@@ -8,6 +8,7 @@
 #   make c-codes        rewrite include/clothd/codes.h from solver/errors.h
 #   make c-bench        the cost of a `step` round trip, the C client beside the Python client
 #   make c-bench-skin   the cost of a 1,960-vertex `skin` round trip, binary against JSON
+#   make c-bench-shm    a subscriber's CPU per frame: shared-memory frames against TCP and Unix
 #
 # For an install rule: CLOTHD_C_LIBS (the built libraries, symlinks included),
 # CLOTHD_C_HEADERS (the public headers, to go under include/clothd/) and
@@ -40,7 +41,8 @@ C_MCS   := $(shell command -v mcs 2>/dev/null)
 DEB_TEST += gcc-mingw-w64-x86-64 mono-mcs g++ locales
 
 CLIENT_TESTS += c-test c-test-asan
-.PHONY: c-pc-always c-client c-test c-test-asan c-codes c-codes-check c-mingw c-csharp c-bench c-bench-skin
+.PHONY: c-pc-always c-client c-test c-test-asan c-codes c-codes-check c-mingw c-csharp c-bench c-bench-skin \
+        c-bench-shm
 
 c_pic_obj = $(patsubst $(C_DIR)/%.c,$(C_OUT)/pic/%.o,$(1))
 c_san_obj = $(patsubst $(C_DIR)/%.c,$(C_OUT)/san/%.o,$(1))
@@ -203,5 +205,16 @@ $(C_OUT)/bench/skin: $(C_DIR)/bench/skin.c $(C_OUT)/libclothd.a
 	$(CC) $(C_WARN) -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@ -lm
 c-bench-skin: $(BUILD)/clothd $(C_OUT)/bench/skin
 	./$(C_OUT)/bench/skin --clothd $(BUILD)/clothd --requests $(C_BENCH_SKIN_REQUESTS)
+
+# A reader of N instances' frames (64 of 32 x 32, 500 steps a round): its
+# CPU per frame through shared memory, TCP loopback and the Unix socket;
+# it starts its own clothd. Not part of `make test`.
+C_BENCH_SHM_STEPS ?= 500
+C_BENCH_SHM_ROUNDS ?= 1
+$(C_OUT)/bench/shm_reader: $(C_DIR)/bench/shm_reader.c $(C_OUT)/libclothd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(C_WARN) -O2 -I$(C_DIR)/include $< $(C_OUT)/libclothd.a -o $@ -lpthread -lm
+c-bench-shm: $(BUILD)/clothd $(C_OUT)/bench/shm_reader
+	./$(C_OUT)/bench/shm_reader --clothd $(BUILD)/clothd --steps $(C_BENCH_SHM_STEPS) --rounds $(C_BENCH_SHM_ROUNDS)
 
 -include $(wildcard $(C_OUT)/pic/src/*.d $(C_OUT)/obj/tests/*.d $(C_OUT)/san/src/*.d $(C_OUT)/san/tests/*.d)

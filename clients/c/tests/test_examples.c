@@ -4,9 +4,10 @@
  * the C++ RAII wrapper, the C# P/Invoke snippet under mono, and the
  * skinned cape on a walking character with its --check. An example
  * that is not built in this configuration (the ASan run has no C#) is
- * reported as skipped. And the READMEs' C sessions, compiled as they are
- * written (only the port changed) and run against their own server, which
- * they must leave with no instance. */
+ * reported as skipped. And the READMEs' C sessions (the shared-memory
+ * subscriber's too), compiled as they are written (only the port changed)
+ * and run against their own server, which they must leave with no
+ * instance. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -225,6 +226,11 @@ static void the_readme_c_sessions_should_leave_nothing_behind(void)
                           "clothd_options o_ = clothd_options_default(); o_.port = PORT; clothd_connect(&o_, &c, &err);",
                           true);
     run_snippet("README.md's C session", code, s.port, out, sizeof out);
+    free(code);
+    code = readme_snippet("clients/c/README.md", "## Frames through shared memory",
+                          "o.unix_path = \"/run/clothd/clothd.sock\";", "o.port = PORT;", false);
+    run_snippet("clients/c/README.md's shared-memory session", code, s.port, out, sizeof out);
+    CHECK(strcmp(out, "missed: 0\n") == 0, "%s", out);
     free(code);
     CHECK(ct_server_stop(&s) == 0);
 }
