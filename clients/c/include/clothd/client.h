@@ -932,7 +932,7 @@ CLOTHD_API clothd_code clothd_send_subscribe(clothd_client *c, const clothd_subs
                                              clothd_ticket *ticket, clothd_error *err);
 CLOTHD_API clothd_code clothd_recv_subscribe(clothd_client *c, clothd_ticket ticket, clothd_subscribed *out,
                                              clothd_error *err);
-/* quantize and every are not sent. o == NULL: every subscription. */
+/* quantize, every, channels and shm are not sent. o == NULL: every subscription. */
 CLOTHD_API clothd_code clothd_unsubscribe(clothd_client *c, const clothd_subscribe_options *o,
                                           clothd_error *err);
 CLOTHD_API clothd_code clothd_send_unsubscribe(clothd_client *c, const clothd_subscribe_options *o,
