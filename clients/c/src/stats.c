@@ -79,6 +79,10 @@ static clothd_code decode_stats(clothd_client *c, const cdc_jdoc *d, int root, v
     s->sent.frame_bytes = u64(d, o, "frameBytes");
     s->sent.frames = u64(d, o, "frames");
     s->sent.frames_skipped = u64(d, o, "framesSkipped");
+    o = cdc_jget(d, root, "shm");
+    s->shm.size_bytes = u64(d, o, "sizeBytes");
+    s->shm.frames = u64(d, o, "frames");
+    s->shm.bytes = u64(d, o, "bytes");
 
     o = cdc_jget(d, root, "requests");
     k = 0;

@@ -11,7 +11,10 @@
  * frame; a server with --shm-mb 0 lacks the feature (CLOTHD_E_INCOMPATIBLE,
  * unsent; without hello its own invalid_argument); a ring that cannot be
  * opened or is not a ring is an error naming the object, and the frames
- * it would hold count as missed; a reconnect maps the ring again, once. */
+ * it would hold count as missed; PROTOCOL.md's reference vector resolves
+ * through a ring written by hand, is missed once the claim reaches past
+ * it, and drops the connection when the ring holds another frame there; a
+ * reconnect maps the ring again, once. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -303,6 +306,11 @@ static void a_stalled_reader_should_get_the_newest_frames_and_count_the_rest_mis
               t.r[i].flags);
     CHECK(target.updates == 8 && target.frame == STEPS, "the target: %llu updates, frame %llu",
           (unsigned long long)target.updates, (unsigned long long)target.frame);
+    clothd_server_stats ss;
+    CHECK(clothd_get_server_stats(driver, &ss, &err) == CLOTHD_OK && ss.shm.size_bytes == 1u << 20 &&
+              ss.shm.frames == STEPS + 1 && ss.shm.bytes == (STEPS + 1) * (40 + 12ull * N),
+          "the server's ring: %llu bytes, %llu frames, %llu bytes written", (unsigned long long)ss.shm.size_bytes,
+          (unsigned long long)ss.shm.frames, (unsigned long long)ss.shm.bytes);
     if (clothd_get(driver, id, NULL, &state, &err) == CLOTHD_OK)
         CHECK(state.frame == STEPS && state.particle_count == N &&
                   memcmp(state.positions, positions, sizeof(float) * 3 * N) == 0,
@@ -441,6 +449,97 @@ static void a_ring_that_cannot_be_mapped_should_be_an_error_naming_it(void)
     unlink(path);
 }
 
+/* PROTOCOL.md's reference test vector: frame 2 of instance 1 (4
+ * particles, time 1.0, plain: 88 bytes) at ring position 4096. */
+static const unsigned char vector_ref[56] = {
+    0x89, 0x43, 0x4c, 0x46, 0x01, 0x00, 0x08, 0x00, 0x38, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f,
+    0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x58, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+};
+
+/* A ring written by hand at `path`: 1 MiB of data, the vector's frame (of
+ * `instance`) at position 4096, and `claimed`. */
+static bool hand_made_ring(const char *path, uint32_t instance, uint64_t claimed, const float xyz[12])
+{
+    unsigned char head[48] = {'C', 'L', 'S', 'M', 1}, frame[88] = {0x89, 'C', 'L', 'F', 1, 0, 0, 0, 88};
+    const uint64_t data = 4096, size = 1 << 20, published = 4096 + 88, frame_no = 2;
+    const uint32_t pid = (uint32_t)getpid(), count = 4;
+    const double time = 1.0;
+    memcpy(head + 8, &data, 8);
+    memcpy(head + 16, &size, 8);
+    memcpy(head + 24, &claimed, 8);
+    memcpy(head + 32, &published, 8);
+    memcpy(head + 40, &pid, 4);
+    memcpy(frame + 12, &instance, 4);
+    memcpy(frame + 16, &frame_no, 8);
+    memcpy(frame + 24, &time, 8);
+    memcpy(frame + 32, &count, 4);
+    memcpy(frame + 40, xyz, 48);
+    FILE *f = fopen(path, "wb");
+    bool ok = f != NULL && fwrite(head, 1, sizeof head, f) == sizeof head && fseek(f, 4096 + 4096, SEEK_SET) == 0 &&
+              fwrite(frame, 1, sizeof frame, f) == sizeof frame && fseek(f, 4096 + (1 << 20) - 1, SEEK_SET) == 0 &&
+              fputc(0, f) == 0;
+    return f != NULL && fclose(f) == 0 && ok;
+}
+
+static void the_reference_vector_should_resolve_through_a_hand_made_ring(void)
+{
+    const float xyz[12] = {0, 2, 0, 0.5f, 2, 0, 0, 1.5f, 0, 0.5f, 1.5f, -0.25f};
+    char name[64], path[96];
+    snprintf(name, sizeof name, "/clothd-c-test-%ld-vector", (long)getpid());
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    struct {
+        uint32_t instance;
+        uint64_t claimed;
+        int delivered, missed;
+        const char *closed; /* the drop's reason, or NULL: still connected */
+    } cases[] = {
+        {1, 4096 + 88, 1, 0, NULL},
+        {1, 4096 + (1 << 20) + 1, 0, 1, NULL}, /* claimed past position + size: overwritten, missed */
+        {1, 4096 + (1 << 20), 1, 0, NULL},     /* claimed just up to position + size: still whole */
+        {2, 4096 + 88, 0, 0, "the 88 bytes at ring position 4096 are not the frame their reference names"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        REQUIRE(hand_made_ring(path, cases[i].instance, cases[i].claimed, xyz), "%s", path);
+        unsigned char reply[256];
+        int n = snprintf((char *)reply, sizeof reply,
+                         "{\"id\":1,\"ok\":true,\"instances\":[1],\"shm\":{\"name\":\"%s\",\"size\":1048576}}\n", name);
+        memcpy(reply + n, vector_ref, sizeof vector_ref);
+        ct_fake *fake = ct_fake_start(reply, (size_t)n + sizeof vector_ref, false);
+        REQUIRE(fake != NULL);
+        tape t;
+        clothd_client *c = connect_tape(ct_fake_port(fake), NULL, &t, true);
+        float got[12] = {0};
+        clothd_frame_target target = {.positions = got, .capacity = 4};
+        clothd_error err;
+        if (c != NULL && clothd_set_frame_target(c, (clothd_instance){1}, &target, &err) == CLOTHD_OK) {
+            CHECK(subscribe(c, (clothd_instance){1}, true, false, 0, &err) == CLOTHD_OK, "case %zu: %s", i,
+                  err.message);
+            POLL_UNTIL(c, clothd_get_client_stats(c).frames == 1 || clothd_link_state(c) == CLOTHD_LINK_CLOSED, 3000);
+            clothd_client_stats st = clothd_get_client_stats(c);
+            CHECK(t.n == cases[i].delivered && st.frames_missed == (uint64_t)cases[i].missed,
+                  "case %zu: %d delivered, %llu missed", i, t.n, (unsigned long long)st.frames_missed);
+            if (cases[i].delivered)
+                CHECK(t.r[0].instance == 1 && t.r[0].frame == 2 && t.r[0].time == 1.0 && t.r[0].count == 4 &&
+                          t.r[0].flags == 0 && t.r[0].payload_size == 48 && memcmp(got, xyz, sizeof xyz) == 0 &&
+                          target.frame == 2,
+                      "case %zu: frame 2 of instance 1, its 4 positions in the target", i);
+            if (cases[i].closed != NULL) {
+                clothd_code rc = clothd_ping(c, &err);
+                CHECK(rc == CLOTHD_E_CLOSED && strstr(err.message, cases[i].closed), "case %zu: %s: %s", i,
+                      clothd_code_name(rc), err.message);
+            } else {
+                CHECK(clothd_link_state(c) == CLOTHD_LINK_CONNECTED, "case %zu: connected", i);
+            }
+        }
+        clothd_close(c);
+        ct_fake_stop(fake);
+        tape_free(&t);
+    }
+    unlink(path);
+}
+
 static void a_reconnect_should_map_the_ring_again_once(void)
 {
     ct_proxy *proxy = ct_proxy_start(ct_main_server.port);
@@ -492,6 +591,8 @@ const ct_test ct_shm_tests[] = {
      a_server_without_shared_memory_should_refuse_shm, 0},
     {"shm: a ring that cannot be mapped is an error naming it", a_ring_that_cannot_be_mapped_should_be_an_error_naming_it,
      0},
+    {"shm: PROTOCOL.md's reference vector through a hand-made ring (whole, missed, not its frame)",
+     the_reference_vector_should_resolve_through_a_hand_made_ring, 0},
     {"shm: a reconnect maps the ring again, once", a_reconnect_should_map_the_ring_again_once, 0},
     {NULL, NULL, 0},
 };

@@ -1111,6 +1111,10 @@ typedef struct clothd_server_stats {
     clothd_command_count requests[CLOTHD_STATS_MAX_COMMANDS]; /* by command */
     size_t request_kinds;
     uint64_t errors[CLOTHD_WIRE_CODE_COUNT + 1]; /* error replies, indexed by clothd_code (1..) */
+    /* The shared-memory ring (subscribe's shm): its data's size (0 until a
+     * subscriber asks for it), the frames and bytes written into it (each
+     * frame once, however many subscribers read it). */
+    struct { uint64_t size_bytes, frames, bytes; } shm;
 } clothd_server_stats;
 
 CLOTHD_API clothd_code clothd_get_server_stats(clothd_client *c, clothd_server_stats *out, clothd_error *err);
