@@ -18,6 +18,8 @@ const { Client, Scene, IncompatibleServer, FeatureMissing, Unauthorized, FEATURE
 const { startServer } = require('../test-support/server.js');
 
 const BASE = ['warnings', 'strict', 'scenes', 'ephemeral', 'softbody', 'mesh', 'skin', 'budget'];
+// What a server without --data-dir lists: BASE, then "shm" (its last, unless --shm-mb 0).
+const LISTED = [...BASE, 'shm'];
 const TOKEN = 'node-hello-token-0123456789';
 
 let plain; // no --data-dir
@@ -66,7 +68,7 @@ function incompatible(endpoint, missing, text) {
 test('connect keeps the hello: features, limits, version', async () => {
   const c = await Client.connect(plain.address);
   try {
-    assert.deepEqual([...c.features], BASE);
+    assert.deepEqual([...c.features], LISTED);
     assert.deepEqual(FEATURES.slice(0, BASE.length), BASE, 'FEATURES lists them in the server\'s order');
     assert.equal(c.serverVersion, plain.version);
     assert.equal(c.limits.instances, 77);
@@ -82,7 +84,7 @@ test('connect keeps the hello: features, limits, version', async () => {
     await c.close();
   }
   const d = await Client.connect(data.address);
-  assert.deepEqual([...d.features], [...BASE, 'snapshots', 'recording']);
+  assert.deepEqual([...d.features], [...BASE, 'snapshots', 'recording', 'shm']);
   await d.close();
   const off = await Client.connect({ ...plain.address, hello: false });
   assert.equal(off.features, null, 'hello: false asks nothing');
@@ -129,7 +131,7 @@ test('a hello refused before auth: nothing known until auth, which asks again', 
     assert.equal(c.features, null);
     await assert.rejects(c.ping(), Unauthorized);
     await c.auth(TOKEN);
-    assert.deepEqual([...c.features], BASE);
+    assert.deepEqual([...c.features], LISTED);
   } finally {
     await c.close();
   }
