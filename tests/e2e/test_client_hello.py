@@ -73,7 +73,7 @@ class HelloTest(ServerTestCase):
         self.assertEqual((info["server"], info["version"], info["protocol"]), ("clothd", self.server.version, 1))
         self.assertEqual(self.c.features, frozenset(raw["features"]))
         self.assertEqual(self.c.features, {"warnings", "strict", "scenes", "ephemeral", "softbody", "mesh",
-                                           "skin", "budget"}, "no --data-dir: no snapshots, no recording")
+                                           "skin", "budget", "shm"}, "no --data-dir: no snapshots, no recording")
         self.assertEqual(self.c.limits, raw["limits"])
         self.assertEqual(self.c.limits["connections"], 128)
         self.assertTrue(self.c.has_feature("scenes"))
