@@ -418,7 +418,10 @@ static void a_ring_that_cannot_be_mapped_should_be_an_error_naming_it(void)
         unsigned char reply[256];
         size_t len = fake_reply(reply, sizeof reply, cases[i].name);
         ct_fake *fake = ct_fake_start(reply, len, false);
-        REQUIRE(fake != NULL);
+        if (fake == NULL) {
+            ct_fail(__FILE__, __LINE__, "ct_fake_start", "case %zu", i);
+            break; /* the file still goes */
+        }
         tape t;
         clothd_client *c = connect_tape(ct_fake_port(fake), NULL, &t, true);
         if (c != NULL) {
@@ -501,13 +504,19 @@ static void the_reference_vector_should_resolve_through_a_hand_made_ring(void)
         {2, 4096 + 88, 0, 0, "the 88 bytes at ring position 4096 are not the frame their reference names"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        REQUIRE(hand_made_ring(path, cases[i].instance, cases[i].claimed, xyz), "%s", path);
+        if (!hand_made_ring(path, cases[i].instance, cases[i].claimed, xyz)) {
+            ct_fail(__FILE__, __LINE__, "hand_made_ring", "%s", path);
+            break; /* the file still goes */
+        }
         unsigned char reply[256];
         int n = snprintf((char *)reply, sizeof reply,
                          "{\"id\":1,\"ok\":true,\"instances\":[1],\"shm\":{\"name\":\"%s\",\"size\":1048576}}\n", name);
         memcpy(reply + n, vector_ref, sizeof vector_ref);
         ct_fake *fake = ct_fake_start(reply, (size_t)n + sizeof vector_ref, false);
-        REQUIRE(fake != NULL);
+        if (fake == NULL) {
+            ct_fail(__FILE__, __LINE__, "ct_fake_start", "case %zu", i);
+            break; /* the file still goes */
+        }
         tape t;
         clothd_client *c = connect_tape(ct_fake_port(fake), NULL, &t, true);
         float got[12] = {0};
