@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../server/shm_ring.h"
 
@@ -92,28 +93,34 @@ Test(server_shm_ring, a_frame_over_a_quarter_of_the_ring_should_be_refused)
 }
 
 /* A writer thread fills frames with their sequence number, as fast as it
- * can; the reader reads the newest published frame again and again. Every
- * accepted read must be one frame's bytes, never a mix of two. */
+ * can, until the reader has seen enough; the reader reads a recent frame
+ * again and again. Every accepted read must be one frame's bytes, never a
+ * mix of two. Frames of 600 bytes sit 6 to a 4096-byte lap, so a frame's
+ * position follows from its number. */
 typedef struct race {
     cd_shm_ring ring;
     uint8_t *map;
     int stop;
-    uint64_t positions[1u << 16]; /* by sequence number */
-    int written;
+    uint32_t written;
 } race;
 
-enum { FRAME = 600, FRAMES = 1 << 16 };
+enum { FRAME = 600, PER_LAP = SIZE / FRAME };
+
+static uint64_t position_of(uint32_t seq)
+{
+    return (uint64_t)(seq / PER_LAP) * SIZE + (uint64_t)(seq % PER_LAP) * FRAME;
+}
 
 static void *writer(void *arg)
 {
     race *r = arg;
     uint8_t frame[FRAME];
-    for (int seq = 0; seq < FRAMES; seq++) {
+    for (uint32_t seq = 0; !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); seq++) {
         memset(frame, seq & 0xff, sizeof frame);
-        frame[0] = (uint8_t)(seq >> 8);
+        memcpy(frame, &seq, sizeof seq);
         uint64_t pos;
         cr_assert(cd_shm_ring_put(&r->ring, frame, FRAME, &pos));
-        __atomic_store_n(&r->positions[seq], pos, __ATOMIC_RELAXED);
+        cr_assert_eq(pos, position_of(seq));
         __atomic_store_n(&r->written, seq + 1, __ATOMIC_RELEASE);
     }
     return NULL;
@@ -128,21 +135,29 @@ Test(server_shm_ring, a_racing_reader_should_accept_only_whole_frames, .timeout 
     cr_assert_eq(pthread_create(&t, NULL, writer, r), 0);
     uint8_t out[FRAME];
     long accepted = 0, refused = 0;
-    for (int n; (n = __atomic_load_n(&r->written, __ATOMIC_ACQUIRE)) < FRAMES;) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    /* Until 2,000 whole and 2,000 overwritten reads, or 20 s on a loaded
+     * machine (the writer may run alone for whole time slices). */
+    for (now = start; (accepted < 2000 || refused < 2000) && now.tv_sec - start.tv_sec < 20;
+         clock_gettime(CLOCK_MONOTONIC, &now)) {
+        const uint32_t n = __atomic_load_n(&r->written, __ATOMIC_ACQUIRE);
         if (n < 2)
             continue;
-        const int seq = n - 2; /* an older one: more often overwritten meanwhile */
-        const uint64_t pos = __atomic_load_n(&r->positions[seq], __ATOMIC_RELAXED);
-        if (!cd_shm_ring_read(r->map, pos, FRAME, out)) {
+        const uint32_t seq = n - 2; /* an older one: more often overwritten meanwhile */
+        if (!cd_shm_ring_read(r->map, position_of(seq), FRAME, out)) {
             refused++;
             continue;
         }
         accepted++;
-        cr_assert_eq(out[0], (uint8_t)(seq >> 8), "frame %d: its own first byte", seq);
-        for (int i = 1; i < FRAME; i++)
+        uint32_t got;
+        memcpy(&got, out, sizeof got);
+        cr_assert_eq(got, seq, "frame %u: its own number", seq);
+        for (int i = 4; i < FRAME; i++)
             if (out[i] != (uint8_t)(seq & 0xff))
-                cr_assert_fail("frame %d: byte %d is %u, torn", seq, i, out[i]);
+                cr_assert_fail("frame %u: byte %d is %u, torn", seq, i, out[i]);
     }
+    __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     cr_log_info("racing reads: %ld whole, %ld refused as overwritten", accepted, refused);
     cr_assert_gt(accepted, 0);
