@@ -91,7 +91,10 @@ export const ERROR_CLASSES: {
   readonly unauthorized: typeof Unauthorized;
 };
 
-/** What a server's hello may list (PROTOCOL.md "hello"); snapshots and recording only with --data-dir. */
+/**
+ * What a server's hello may list (PROTOCOL.md "hello"); snapshots and
+ * recording only with --data-dir, shm unless --shm-mb 0.
+ */
 export type Feature =
   | 'warnings'
   | 'strict'
@@ -102,7 +105,8 @@ export type Feature =
   | 'skin'
   | 'budget'
   | 'snapshots'
-  | 'recording';
+  | 'recording'
+  | 'shm';
 
 export const FEATURES: readonly Feature[];
 
@@ -182,6 +186,22 @@ export class FeatureMissing extends IncompatibleServer {
   readonly features: string[];
   /** What needed them: 'required by this client', 'needed by "create"'. */
   readonly neededBy: string;
+}
+
+/**
+ * subscribe({shm: true}) was granted, but this process cannot open the ring
+ * the reply names (not on clothd's host, another user, or a private /dev).
+ * The server has subscribed: until a subscribe without shm replaces it, its
+ * frames are not delivered (counted in stats.missedFrames).
+ */
+export class ShmUnavailable extends ClothdError {
+  constructor(endpoint: string, path: string, cause: Error);
+  readonly code: 'shm_unavailable';
+  readonly endpoint: string;
+  /** "/dev/shm" + the ring's name. */
+  readonly path: string;
+  /** The fs error (code ENOENT, EACCES, ...). */
+  readonly cause: Error;
 }
 
 /** The commands that accept "scene" (wind only with an instance; scene and scenes: the scene asked about). */
@@ -648,6 +668,20 @@ export interface SubscribeOptions {
   every?: number;
   /** What frames carry: ["positions"] by default; add "velocities" and/or "normals". */
   channels?: readonly Channel[];
+  /**
+   * Frames through the server's shared-memory ring (feature "shm"; a
+   * process on clothd's host, as clothd's user), delivered as the same
+   * frames; rejects with ShmUnavailable when the ring cannot be opened.
+   */
+  shm?: boolean;
+}
+
+/** The shared-memory ring a subscribe with shm names. */
+export interface ShmRing {
+  /** The POSIX shared-memory name: the object is "/dev/shm" + name. */
+  name: string;
+  /** Its data's size in bytes (--shm-mb MiB). */
+  size: number;
 }
 
 export interface SubscribeReply extends Reply {
@@ -655,6 +689,8 @@ export interface SubscribeReply extends Reply {
   all?: true;
   /** A scene's subscription. */
   scene?: string;
+  /** With shm: the ring the frames come through. */
+  shm?: ShmRing;
 }
 
 export interface UnsubscribeOptions {
@@ -805,6 +841,26 @@ export type FrameBytes = Uint8Array | ArrayBuffer | ArrayBufferView;
 export function decodeFrame(bytes: FrameBytes, options?: DecodeOptions): Frame;
 /** Reads and checks the header of one complete frame (throws as decodeFrame). */
 export function decodeHeader(bytes: FrameBytes): FrameHeader;
+
+/** A shared-memory reference (flags bit 3, 56 bytes): the frame it names in the ring. */
+export interface FrameReference {
+  instance: number;
+  frame: number;
+  /** The frame's flags (without bit 3). */
+  flags: number;
+  count: number;
+  /** The frame's running byte position in the ring (it starts at position mod size). */
+  position: bigint;
+  /** The frame's length in bytes. */
+  length: number;
+}
+
+/**
+ * Reads and checks a shared-memory reference; throws ProtocolError when it
+ * is not 56 bytes or names no frame of its particles and flags. (A Client
+ * resolves references itself; decodeFrame of one throws.)
+ */
+export function decodeReference(bytes: FrameBytes): FrameReference;
 /** Length of a plain frame of `count` particles: 40 + 12·count. */
 export function frameSize(count: number): number;
 /** Length of a quantized frame of `count` particles: 64 + 6·count. */
@@ -820,6 +876,9 @@ export const FRAME_HEADER_SIZE: 40;
 export const FLAG_QUANTIZED: 1;
 export const FLAG_VELOCITIES: 2;
 export const FLAG_NORMALS: 4;
+/** flags bit 3: a reference to a frame in the server's shared-memory ring. */
+export const FLAG_SHARED: 8;
+export const SHM_REFERENCE_SIZE: 56;
 export const CHANNELS: readonly Channel[];
 
 /**
@@ -869,6 +928,8 @@ export interface ClientStats {
   events: number;
   /** Frames of an unknown version skipped. */
   skippedFrames: number;
+  /** Shared-memory frames the server overwrote in its ring before they were read: not delivered. */
+  missedFrames: number;
   /** socket.write() calls (pipelined requests are written together). */
   writes: number;
   /** Times socket.write() reported a full buffer and the client waited for 'drain'. */
@@ -922,6 +983,8 @@ export class Client extends EventEmitter {
   readonly helloReply: HelloReply | null;
   /** Whether the server's hello listed `feature` (false when nothing is known). */
   supports(feature: Feature | string): boolean;
+  /** The shared-memory ring this connection reads (subscribe with shm), or null. */
+  readonly shm: ShmRing | null;
 
   /**
    * Opens the connection (requests made before are queued and checked

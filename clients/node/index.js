@@ -7,7 +7,8 @@
  * same host the Unix socket of a clothd started with `--unix PATH`
  * (`Client.connect({ path })`, as net.connect takes it; the same bytes). Commands return
  * Promises; frames arrive as 'frame' events and through client.frames(), an
- * async iterator.
+ * async iterator. On clothd's host, subscribe({shm: true}) takes them out of
+ * the server's shared-memory ring instead (lib/shm.js): the same frames.
  *
  *   const { Client } = require('clothd');
  *   const client = await Client.connect({ port: 7878 });
@@ -34,7 +35,7 @@ const { EventEmitter } = require('node:events');
 const {
   ERROR_CODES, ERROR_CLASSES, errorFromReply, ClothdError, ParseError, UnknownCommand, InvalidArgument, NotFound,
   LimitExceeded, LineTooLong, InternalError, Unauthorized, ProtocolError, ConnectionClosed, ClothdWarning,
-  EndpointUnavailable, IncompatibleServer, FeatureMissing,
+  EndpointUnavailable, IncompatibleServer, FeatureMissing, ShmUnavailable,
 } = require('./lib/errors.js');
 const { FEATURES, PAINTED, featuresNeeded, lackMessage } = require('./lib/features.js');
 const {
@@ -49,6 +50,8 @@ const {
   FLAG_VELOCITIES,
   FLAG_NORMALS,
   FLAGS_KNOWN,
+  FLAG_SHARED,
+  SHM_REFERENCE_SIZE,
   CHANNELS,
   frameSize,
   quantizedFrameSize,
@@ -56,8 +59,10 @@ const {
   octahedralDecode,
   decodeHeader,
   decodeFrame,
+  decodeReference,
 } = require('./lib/frame.js');
 const { MessageParser, DEFAULT_MAX_MESSAGE_BYTES } = require('./lib/parser.js');
+const { Ring } = require('./lib/shm.js');
 
 const VERSION = '0.1.0';
 const DEFAULT_HOST = '127.0.0.1';
@@ -344,7 +349,12 @@ class Client extends EventEmitter {
     this._closed = new Promise((resolve) => {
       this._resolveClosed = resolve;
     });
-    this._stats = { requests: 0, replies: 0, frames: 0, events: 0, skippedFrames: 0, writes: 0, drainWaits: 0 };
+    this._stats = {
+      requests: 0, replies: 0, frames: 0, events: 0, skippedFrames: 0, missedFrames: 0, writes: 0, drainWaits: 0,
+    };
+    // The server's shared-memory ring (lib/shm.js), open while this
+    // connection has a subscription with shm: one per server.
+    this._ring = null;
     // The scene a Scene is calling in: stamped on the requests of
     // SCENE_COMMANDS while set (lib/shard.js).
     this._scene = null;
@@ -574,13 +584,23 @@ class Client extends EventEmitter {
   }
 
   /**
-   * Counters: requests, replies, frames, events, skippedFrames, writes
-   * (socket.write() calls: pipelined requests share them), drainWaits (how
-   * often socket.write() said "full" and the client waited for 'drain'
-   * before writing more), queuedRequests (request lines not yet written).
+   * Counters: requests, replies, frames, events, skippedFrames,
+   * missedFrames (shared-memory frames the server overwrote in its ring
+   * before this client read them: not delivered), writes (socket.write()
+   * calls: pipelined requests share them), drainWaits (how often
+   * socket.write() said "full" and the client waited for 'drain' before
+   * writing more), queuedRequests (request lines not yet written).
    */
   get stats() {
     return { ...this._stats, queuedRequests: this._writeQueue.length };
+  }
+
+  /**
+   * The shared-memory ring this connection reads ({name, size}, as the
+   * subscribe reply named it), or null.
+   */
+  get shm() {
+    return this._ring === null ? null : { name: this._ring.name, size: this._ring.size };
   }
 
   /** A Promise resolved once the connection is closed, however it closed. */
@@ -632,7 +652,27 @@ class Client extends EventEmitter {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this._enqueue(line, id, cmd, featuresNeeded(cmd, msg));
+    const hook = cmd === 'subscribe' ? (reply) => this._onSubscribed(reply) : undefined;
+    return this._enqueue(line, id, cmd, featuresNeeded(cmd, msg), hook);
+  }
+
+  // A subscribe reply, before its promise settles and before the frames
+  // behind it are read: opens the ring a "shm" one names (kept while the
+  // connection lives; the server has one). Returns the error to reject
+  // with when it cannot.
+  _onSubscribed(reply) {
+    if (reply.ok !== true || reply.shm === undefined) return undefined;
+    const ring = this._ring;
+    if (ring !== null && ring.name === reply.shm?.name && ring.size === reply.shm?.size) return undefined;
+    this._ring = null;
+    if (ring !== null) ring.close();
+    try {
+      this._ring = new Ring(reply.shm);
+    } catch (err) {
+      if (err instanceof ClothdError) return err;
+      return new ShmUnavailable(this.endpoint, `/dev/shm${reply.shm.name}`, err);
+    }
+    return undefined;
   }
 
   /**
@@ -836,9 +876,10 @@ class Client extends EventEmitter {
     }
   }
 
-  _onFrame(bytes) {
-    const version = bytes[4] | (bytes[5] << 8);
-    const unknownFlags = (bytes[6] | (bytes[7] << 8)) & ~FLAGS_KNOWN;
+  _onFrame(message) {
+    const version = message[4] | (message[5] << 8);
+    const flags = message[6] | (message[7] << 8);
+    const unknownFlags = flags & ~(FLAGS_KNOWN | FLAG_SHARED);
     if (version !== FRAME_VERSION || unknownFlags) {
       // PROTOCOL.md: a frame of another version, or with an unknown flag,
       // is skipped using its length (the server sends none unless asked).
@@ -849,6 +890,11 @@ class Client extends EventEmitter {
     }
     let frame;
     try {
+      const bytes = flags & FLAG_SHARED ? this._fromRing(message) : message;
+      if (bytes === null) {
+        this._stats.missedFrames++;
+        return;
+      }
       frame = decodeFrame(bytes);
     } catch (err) {
       this._fatal(err);
@@ -857,6 +903,22 @@ class Client extends EventEmitter {
     this._stats.frames++;
     this._safeEmit('frame', frame);
     for (const it of this._iterators) it._push(frame);
+  }
+
+  // The frame a shared-memory reference names, copied out of the ring (a
+  // Buffer of its own), or null when it is missed: the server overwrote it
+  // before the copy was done, or this connection has no ring (its
+  // subscribe rejected with ShmUnavailable). Throws ProtocolError for a
+  // reference that is not one (not 56 bytes, naming no frame).
+  _fromRing(ref) {
+    const r = decodeReference(ref);
+    if (this._ring === null) return null;
+    const frame = this._ring.read(r);
+    if (frame === null) return null;
+    if (!frame.subarray(12, FRAME_HEADER_SIZE).equals(ref.subarray(12, FRAME_HEADER_SIZE)) ||
+        frame.readUInt16LE(6) !== r.flags || frame.readUInt32LE(8) !== r.length)
+      throw new ProtocolError(`frame: the ring's frame at ${r.position} is not the one its reference names`);
+    return frame;
   }
 
   // The stream broke the contract: reject everything with `err`, close.
@@ -878,6 +940,10 @@ class Client extends EventEmitter {
       this._rejectConnect = null;
     }
     if (this._socket) this._socket.destroy();
+    if (this._ring !== null) {
+      this._ring.close();
+      this._ring = null;
+    }
     for (const it of [...this._iterators]) it._finish(protocolError ?? null);
     const socket = this._socket;
     const finish = () => {
@@ -1289,8 +1355,14 @@ class Client extends EventEmitter {
    * or (none) every instance. opts.quantize: 16-bit positions in the frame's bounding box;
    * opts.every: only frames whose number is a multiple of it; opts.channels:
    * what frames carry besides the positions ("velocities", "normals"; see
-   * CHANNELS), decoded as frame.velocities and frame.normals. Resolves with
-   * the reply ({instances: [...]}, {scene, instances} or {all: true}). The current frame of each
+   * CHANNELS), decoded as frame.velocities and frame.normals; opts.shm:
+   * true (a process on clothd's host, as clothd's user; the server lists
+   * the feature "shm") takes the frames out of the server's shared-memory
+   * ring, delivered as the same frames (one the server overwrote before it
+   * was read is not delivered: stats.missedFrames), and rejects with
+   * ShmUnavailable when the ring cannot be opened. Resolves with the reply
+   * ({instances: [...]}, {scene, instances} or {all: true}; with shm,
+   * `shm`: the ring's name and size). The current frame of each
    * instance follows the reply at once: create the frames() iterator or the
    * 'frame' listener before subscribing to see it.
    */
@@ -1302,6 +1374,7 @@ class Client extends EventEmitter {
       quantize: opts.quantize,
       every: opts.every,
       channels: opts.channels === undefined ? undefined : Array.from(opts.channels),
+      shm: opts.shm,
     });
   }
 
@@ -1483,6 +1556,7 @@ module.exports = {
   EndpointUnavailable,
   IncompatibleServer,
   FeatureMissing,
+  ShmUnavailable,
   Scene,
   ShardedClient,
   SCENE_COMMANDS,
@@ -1494,6 +1568,7 @@ module.exports = {
   FrameIterator,
   decodeFrame,
   decodeHeader,
+  decodeReference,
   encodeBinaryRequest,
   frameSize,
   quantizedFrameSize,
@@ -1508,6 +1583,8 @@ module.exports = {
   FLAG_QUANTIZED,
   FLAG_VELOCITIES,
   FLAG_NORMALS,
+  FLAG_SHARED,
+  SHM_REFERENCE_SIZE,
   CHANNELS,
   VERSION,
   TOKEN_ENV,

@@ -491,7 +491,8 @@ class Console:
             raise UsageError("watch --count must be at least 1")
         sub = Subscriber(self.c.host, self.c.port, args.instances or None, quantize=args.quantize,
                          every=args.every, timeout=self.c.timeout, reconnect=False,
-                         token=self.c.token or "", scene=args.scene, unix_socket=self.c.unix_socket)
+                         token=self.c.token or "", scene=args.scene, unix_socket=self.c.unix_socket,
+                         shm=args.shm)
         try:
             sub.connect()
             which = ("instances " + ", ".join(map(str, args.instances))) if args.instances else "every instance"
@@ -509,6 +510,9 @@ class Console:
                 if args.count is not None and seen >= args.count:
                     break
         finally:
+            if sub.frames_missed:
+                print(f"clothctl: {sub.frames_missed} frames missed: overwritten in the server's shared "
+                      f"memory before they were read", file=sys.stderr, flush=True)
             sub.close()
 
     def frame_line(self, f: Frame) -> None:
@@ -740,6 +744,8 @@ def build_parser() -> argparse.ArgumentParser:
     wa.add_argument("--count", type=int, help="stop after N frames")
     wa.add_argument("--every", type=int, default=1, help="every k-th frame only (1..1000)")
     wa.add_argument("--quantize", action="store_true", help="ask for 16-bit frames")
+    wa.add_argument("--shm", action="store_true",
+                    help="frames through the server's shared memory (on clothd's host, as its user)")
     wa.add_argument("--idle", type=float, default=None,
                     help="give up after S seconds without a frame (default: wait)")
     return p

@@ -16,7 +16,11 @@ for a clothd started with ``--unix PATH``; the same bytes either way):
   with byte ``0x89`` followed by ``3 * count`` float32 positions, or (flag
   bit 0, ``subscribe(..., quantize=True)``) a bounding box and ``3 * count``
   uint16 values; with ``subscribe(..., channels=[...])`` each particle's
-  velocity (flag bit 1) and unit normal (flag bit 2) follow the positions.
+  velocity (flag bit 1) and unit normal (flag bit 2) follow the positions;
+  with ``subscribe(..., shm=True)`` (on clothd's host) a 56-byte reference
+  (flag bit 3) to the frame in the server's shared-memory ring, which the
+  client reads and hands out as the same Frame (``frames_missed`` counts
+  the ones overwritten before they were read).
 
 The reader tells them apart by their first byte. While a request waits for
 its reply, frames that arrive meanwhile are kept in a bounded queue (the
@@ -88,6 +92,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import mmap
 import os
 import select
 import socket
@@ -134,6 +139,8 @@ __all__ = [
     "FRAME_HEADER_SIZE",
     "FRAME_VERSION",
     "FRAME_FLAG_QUANTIZED",
+    "FRAME_FLAG_SHARED",
+    "SHM_REFERENCE_SIZE",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "TOKEN_ENV",
@@ -145,6 +152,7 @@ __all__ = [
     "EndpointUnavailable",
     "IncompatibleServer",
     "FeatureMissing",
+    "ShmUnavailable",
     "SCENE_COMMANDS",
     "parse_endpoint",
     "unix_endpoint_path",
@@ -176,8 +184,14 @@ FRAME_FLAG_QUANTIZED = 0x0001
 FRAME_FLAG_VELOCITIES = 0x0002
 #: Flags bit 2: unit normals follow (channel "normals"; octahedral when quantized).
 FRAME_FLAG_NORMALS = 0x0004
-#: Every flag this client understands.
+#: Every flag a frame may carry.
 FRAME_FLAGS_KNOWN = FRAME_FLAG_QUANTIZED | FRAME_FLAG_VELOCITIES | FRAME_FLAG_NORMALS
+#: Flags bit 3: the message is a 56-byte reference to a frame in the
+#: server's shared-memory ring (``subscribe(..., shm=True)``), never a frame.
+FRAME_FLAG_SHARED = 0x0008
+#: The length of a shared-memory reference: the frame's header, then its
+#: position (u64), its length (u32) and a reserved u32.
+SHM_REFERENCE_SIZE = 56
 #: What subscribe's ``channels`` may name ("positions" is always sent).
 CHANNELS = ("positions", "velocities", "normals")
 #: magic, version, flags, total length, instance, frame, time, count, reserved.
@@ -343,6 +357,24 @@ class FeatureMissing(IncompatibleServer):
         self.needed_by = needed_by
 
 
+class ShmUnavailable(ClothdError):
+    """``subscribe(..., shm=True)`` was granted, but this process cannot
+    map the ring the reply names: it is not on clothd's host, runs as
+    another user, or does not see clothd's ``/dev/shm`` (the systemd unit's
+    private ``/dev``). ``path`` is the object's path, ``__cause__`` the
+    OSError. The server has subscribed: until a ``subscribe`` without
+    ``shm`` replaces the subscription, its frames are not delivered
+    (counted in ``Client.frames_missed``). Code ``"shm_unavailable"``,
+    which the server never sends."""
+
+    code_name = "shm_unavailable"
+
+    def __init__(self, endpoint: str, name: str, cause: OSError):
+        self.path = "/dev/shm" + name
+        self.endpoint = endpoint
+        super().__init__("shm_unavailable", f"{cause.strerror or cause} (clothd at {endpoint})")
+
+
 def _features_needed(cmd: str, msg: Dict[str, Any]) -> List[Tuple[str, str]]:
     """The features (hello's ``features``) a request needs beyond protocol
     1's first commands, each with what needs it: the one table of them."""
@@ -366,6 +398,8 @@ def _features_needed(cmd: str, msg: Dict[str, Any]) -> List[Tuple[str, str]]:
         out.append(("snapshots", f"needed by {cmd} of a snapshot file"))
     if cmd in ("record", "replay", "journals"):
         out.append(("recording", f"needed by the {cmd} command"))
+    if cmd == "subscribe" and msg.get("shm") is True:
+        out.append(("shm", 'needed by subscribe with "shm"'))
     return out
 
 
@@ -665,6 +699,9 @@ def decode_frame(buf: Union[bytes, bytearray, memoryview]) -> Frame:
     (bits 0-2 are known) or the length is wrong (the header's total length
     must equal ``len(buf)`` and what the flags imply: ``40 + 12 * count``,
     ``64 + 6 * count`` for a quantized frame, plus each channel's part).
+    A shared-memory reference (flags bit 3) is not a frame: only a
+    :class:`Client` that subscribed with ``shm=True`` can resolve it (it
+    holds the ring), so it raises ProtocolError here too.
     """
     if len(buf) < FRAME_HEADER_SIZE:
         raise ProtocolError(f"frame: {len(buf)} bytes is shorter than the {FRAME_HEADER_SIZE}-byte header")
@@ -673,6 +710,10 @@ def decode_frame(buf: Union[bytes, bytearray, memoryview]) -> Frame:
         raise ProtocolError(f"frame: bad magic {magic!r}")
     if version != FRAME_VERSION:
         raise ProtocolError(f"frame: unsupported version {version}")
+    if flags & FRAME_FLAG_SHARED:
+        raise ProtocolError(f"frame: a shared-memory reference (flags bit 3) to frame {frame} of instance "
+                            f"{instance}, not a frame: the frame is in the server's ring, which a Client "
+                            f"subscribed with shm=True reads")
     if flags & ~FRAME_FLAGS_KNOWN:
         raise ProtocolError(f"frame: unknown flags 0x{flags & ~FRAME_FLAGS_KNOWN:04x}")
     if length != len(buf):
@@ -690,6 +731,115 @@ def decode_frame(buf: Union[bytes, bytearray, memoryview]) -> Frame:
     return Frame(instance=instance, frame=frame, time=time, count=count, payload=payload,
                  version=version, flags=flags, bbox_min=bbox_min, bbox_max=bbox_max,
                  velocity_min=velocity_min, velocity_max=velocity_max)
+
+
+# ---- shared-memory frames -----------------------------------------------------
+#
+# subscribe(shm=True) (PROTOCOL.md, "Shared-memory frames"): the server puts
+# each frame once into one ring per server, a POSIX shared-memory object,
+# and the socket carries 56-byte references to it. The client maps the ring
+# read-only (never through multiprocessing.shared_memory, whose resource
+# tracker would unlink the server's object when this process ends), copies
+# each referenced frame out and keeps it only when the server's "claimed"
+# counter shows that nothing overwrote it during the copy.
+
+#: The ring's header: magic, version, data offset, data size, claimed,
+#: published, the server's pid.
+_SHM_HEADER = struct.Struct("<4sIQQQQI")
+_SHM_MAGIC = b"CLSM"
+_SHM_VERSION = 1
+_SHM_DATA = 4096
+_SHM_CLAIMED = 24
+_SHM_PUBLISHED = 32
+# The counters are native u64s written atomically; "Q" without a byte-order
+# prefix reads one with a single aligned 8-byte load (a "<Q" is read a byte
+# at a time and could mix two values).
+_SHM_COUNTER = struct.Struct("Q")
+#: A reference after its 40-byte header: the frame's position and length.
+_SHM_REFERENCE = struct.Struct("<QII")
+# Between the copy and the read of "claimed" the reader needs an acquire
+# fence, which Python lacks. A lock's acquire and release are atomic
+# read-modify-writes with acquire and release order (CPython builds its
+# locks on them), so a round trip keeps the copy's loads ahead of the read
+# of "claimed" on CPUs that reorder loads; x86-64 keeps them in order anyway.
+_FENCE = threading.Lock()
+
+
+def _acquire_fence() -> None:
+    with _FENCE:
+        pass
+
+
+class _Ring:
+    """The server's shared-memory ring, mapped read-only (one per
+    connection: a server has one ring)."""
+
+    def __init__(self, name: Any, size: Any):
+        if (not isinstance(name, str) or not name.startswith("/") or "/" in name[1:]
+                or not isinstance(size, int) or isinstance(size, bool) or size <= 0):
+            raise ProtocolError(f"subscribe: the reply's shm names no ring: {name!r}, size {size!r}")
+        self.name: str = name
+        self.size: int = size
+        self.path = "/dev/shm" + name
+        prot = getattr(mmap, "PROT_READ", None)
+        if prot is None:
+            raise OSError(f"shm: this Python has no mmap PROT_READ ({sys.platform}): no shared-memory frames")
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as e:
+            raise type(e)(e.errno, f"shm: cannot open the server's ring {self.path}: {e.strerror} (a "
+                                   f"shared-memory subscriber runs on clothd's host as clothd's user, "
+                                   f"and sees its /dev/shm)") from None
+        try:
+            self.map = mmap.mmap(fd, 0, prot=prot)
+        finally:
+            os.close(fd)
+        try:
+            self._check()
+        except BaseException:
+            self.map.close()
+            raise
+
+    def _check(self) -> None:
+        if len(self.map) < _SHM_HEADER.size:
+            raise ProtocolError(f"shm: {self.path} is {len(self.map)} bytes, shorter than the ring's header")
+        magic, version, data, size, _, _, _ = _SHM_HEADER.unpack_from(self.map, 0)
+        if magic != _SHM_MAGIC or version != _SHM_VERSION or data != _SHM_DATA:
+            raise ProtocolError(f"shm: {self.path} is not a version {_SHM_VERSION} ring (magic {magic!r}, "
+                                f"version {version}, data at {data})")
+        if size != self.size or size == 0 or len(self.map) < _SHM_DATA + size:
+            raise ProtocolError(f"shm: {self.path} holds {size} bytes of data in {len(self.map)} bytes; "
+                                f"the subscribe reply said {self.size}")
+
+    def resolve(self, ref: bytes) -> Optional[bytes]:
+        """The frame a reference names, copied out of the ring, or None
+        when the server overwrote it before the copy was done (missed).
+        Raises ProtocolError for a reference that names no frame."""
+        position, length, reserved = _SHM_REFERENCE.unpack_from(ref, FRAME_HEADER_SIZE)
+        flags, _, _, _, _, count = struct.unpack_from("<HIIQdI", ref, 6)
+        flags &= ~FRAME_FLAG_SHARED
+        if reserved != 0 or flags & ~FRAME_FLAGS_KNOWN or length != _expected_length(flags, count):
+            raise ProtocolError(f"frame: a shared-memory reference to {length} bytes (reserved {reserved}) "
+                                f"does not match {count} particles with flags 0x{flags:04x}")
+        start = position % self.size
+        if start + length > self.size:
+            raise ProtocolError(f"frame: a shared-memory reference to {length} bytes at {start} crosses "
+                                f"the end of the {self.size}-byte ring")
+        if _SHM_COUNTER.unpack_from(self.map, _SHM_PUBLISHED)[0] < position + length:
+            raise ProtocolError(f"frame: a shared-memory reference to bytes {position}..{position + length} "
+                                f"that the ring has not published")
+        frame = self.map[_SHM_DATA + start:_SHM_DATA + start + length]
+        _acquire_fence()
+        claimed = _SHM_COUNTER.unpack_from(self.map, _SHM_CLAIMED)[0]
+        if claimed > position + self.size:
+            return None
+        if (frame[12:FRAME_HEADER_SIZE] != ref[12:FRAME_HEADER_SIZE]
+                or struct.unpack_from("<HI", frame, 6) != (flags, length)):
+            raise ProtocolError(f"frame: the ring's frame at {position} is not the one its reference names")
+        return frame
+
+    def close(self) -> None:
+        self.map.close()
 
 
 # ---- get ----------------------------------------------------------------------
@@ -977,6 +1127,13 @@ class Client:
         self.reconnect_timeout = reconnect_timeout
         #: How many times the connection was re-established.
         self.reconnects = 0
+        #: Shared-memory frames (``subscribe(..., shm=True)``) that the
+        #: server overwrote in its ring before this client copied them out:
+        #: not delivered, as a slow reader's skipped frames are not.
+        self.frames_missed = 0
+        # The server's shared-memory ring, mapped while this connection has
+        # a subscription with shm (one ring per server).
+        self._ring: Optional[_Ring] = None
         #: The raw bytes of the last JSON line received (reply or event).
         self.last_line: bytes = b""
         self._sock: Optional[socket.socket] = None
@@ -1122,6 +1279,9 @@ class Client:
         self._buf.clear()
         self._replies.clear()
         self._hello = None
+        if self._ring is not None:
+            ring, self._ring = self._ring, None
+            ring.close()
 
     def reconnect(self) -> "Client":
         """Closes the connection, connects again and renews the
@@ -1229,17 +1389,26 @@ class Client:
     def read_message(self) -> Message:
         """Reads the next message from the socket: a reply dict or a Frame.
 
-        Events ({"event": ...}) are not returned: they go to ``self.events``.
-        Does not look at the queued frames or replies.
+        Events ({"event": ...}) are not returned: they go to ``self.events``;
+        nor are shared-memory frames the server overwrote before they were
+        copied (counted in ``frames_missed``). Does not look at the queued
+        frames or replies.
         """
         while True:
-            msg = self._read_any()
-            if isinstance(msg, dict) and "event" in msg and "ok" not in msg:
-                self.events.append(msg)
-                continue
-            return msg
+            msg = self._read_one()
+            if msg is not None:
+                return msg
 
-    def _read_any(self) -> Message:
+    def _read_one(self) -> Optional[Message]:
+        """The next message, or None for one that is not handed out (an
+        event, kept in ``events``; a missed shared-memory frame)."""
+        msg = self._read_any()
+        if isinstance(msg, dict) and "event" in msg and "ok" not in msg:
+            self.events.append(msg)
+            return None
+        return msg
+
+    def _read_any(self) -> Optional[Message]:
         while not self._buf:
             self._fill()
         first = self._buf[0]
@@ -1255,11 +1424,27 @@ class Client:
             return obj
         if first == FRAME_MAGIC[0]:
             header = self._take(FRAME_HEADER_SIZE)
-            length = FRAME_HEADER.unpack_from(header, 0)[3]
+            _, _, flags, length, *_ = FRAME_HEADER.unpack_from(header, 0)
             if length < FRAME_HEADER_SIZE:
                 raise ProtocolError(f"frame: total length {length} is shorter than the header")
+            if flags & FRAME_FLAG_SHARED:
+                if length != SHM_REFERENCE_SIZE:
+                    raise ProtocolError(f"frame: flags bit 3 (a shared-memory reference) on a message of "
+                                        f"{length} bytes; a reference is {SHM_REFERENCE_SIZE}")
+                return self._resolve(header + self._take(SHM_REFERENCE_SIZE - FRAME_HEADER_SIZE))
             return decode_frame(header + self._take(length - FRAME_HEADER_SIZE))
         raise ProtocolError(f"stream: unexpected first byte 0x{first:02x}")
+
+    def _resolve(self, ref: bytes) -> Optional[Frame]:
+        """The frame a shared-memory reference names, decoded from the
+        ring; None (counted in ``frames_missed``) when the server overwrote
+        it before the copy, or when this connection has no ring (a
+        subscribe whose ring could not be mapped raised ShmUnavailable)."""
+        frame = None if self._ring is None else self._ring.resolve(ref)
+        if frame is None:
+            self.frames_missed += 1
+            return None
+        return decode_frame(frame)
 
     def read_reply(self) -> Dict[str, Any]:
         """Returns the next JSON reply, queueing frames that come first.
@@ -1294,7 +1479,7 @@ class Client:
         self._check_features(cmd, msg)
         return rid, json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
-    def _check(self, rid: int, reply: Dict[str, Any]) -> Dict[str, Any]:
+    def _check(self, rid: int, reply: Dict[str, Any], cmd: Optional[str] = None) -> Dict[str, Any]:
         if "id" not in reply and reply.get("ok") is False:
             # A refusal of the connection itself (over --max-connections,
             # a line that timed out): the server answers with no id.
@@ -1309,7 +1494,34 @@ class Client:
         if reply.get("ok") is not True:
             err = reply.get("error") or {}
             raise _error(str(err.get("code", "internal")), str(err.get("message", "")), reply)
+        if cmd == "subscribe" and "shm" in reply:
+            self._map_ring(reply["shm"])
         return reply
+
+    def _map_ring(self, shm: Any) -> None:
+        """Maps the ring a ``"shm":true`` subscribe reply names, once per
+        connection (the server has one). Raises ShmUnavailable when it
+        cannot be opened, ProtocolError when it is not a ring."""
+        if not isinstance(shm, dict):
+            raise ProtocolError(f"subscribe: the reply's shm is not an object: {shm!r}")
+        name, size = shm.get("name"), shm.get("size")
+        ring = self._ring
+        if ring is not None and (ring.name, ring.size) == (name, size):
+            return
+        self._ring = None
+        if ring is not None:
+            ring.close()
+        try:
+            self._ring = _Ring(name, size)
+        except OSError as e:
+            raise ShmUnavailable(self.endpoint, str(name), e) from e
+
+    @property
+    def shm(self) -> Optional[Dict[str, Any]]:
+        """The shared-memory ring this connection reads (``name``,
+        ``size``: what the subscribe reply named), or None."""
+        ring = self._ring
+        return None if ring is None else {"name": ring.name, "size": ring.size}
 
     def _peer_closed(self) -> bool:
         """True when the server has already closed the connection; never
@@ -1343,7 +1555,7 @@ class Client:
     def _request_once(self, cmd: str, **fields: Any) -> Dict[str, Any]:
         rid, line = self._message(cmd, fields)
         self.sock.sendall(line)
-        return self._check(rid, self.read_reply())
+        return self._check(rid, self.read_reply(), cmd)
 
     def request(self, cmd: str, **fields: Any) -> Dict[str, Any]:
         """Sends ``{"id": n, "cmd": cmd, ...fields}`` and returns the reply.
@@ -1376,7 +1588,7 @@ class Client:
             self.reconnect()
             raise ConnectionClosed(f"{cmd}: the connection dropped before the reply (it may or may "
                                    f"not have run); reconnected", reconnected=True) from e
-        return self._check(rid, reply)
+        return self._check(rid, reply, cmd)
 
     def request_as_is(self, cmd: str, fields: Dict[str, Any]) -> Dict[str, Any]:
         """Like :meth:`request`, with the member names as given (no
@@ -1390,7 +1602,7 @@ class Client:
             msg.setdefault("scene", self._scene)
         self._check_features(cmd, msg)
         sock.sendall(json.dumps(msg, separators=(",", ":"), allow_nan=False).encode() + b"\n")
-        return self._check(rid, self.read_reply())
+        return self._check(rid, self.read_reply(), cmd)
 
     def create(self, type: str = "cloth", *, scene: Optional[str] = None,
                ephemeral: Optional[bool] = None, **fields: Any) -> int:
@@ -1793,7 +2005,7 @@ class Client:
     def subscribe(self, instance: Optional[int] = None, instances: Optional[Sequence[int]] = None, *,
                   quantize: Optional[bool] = None, every: Optional[int] = None,
                   channels: Optional[Sequence[str]] = None,
-                  scene: Optional[str] = None) -> Dict[str, Any]:
+                  scene: Optional[str] = None, shm: Optional[bool] = None) -> Dict[str, Any]:
         """Subscribes to frames of one instance, several, (``scene`` alone)
         every instance of a scene, or (none of them) all; the scene's and
         "all" include instances created later.
@@ -1804,15 +2016,22 @@ class Client:
         ``channels``: what the frames carry besides the positions, from
         :data:`CHANNELS` (``["positions"]`` by default; add "velocities"
         and/or "normals": :attr:`Frame.velocities`, :attr:`Frame.normals`).
+        ``shm=True`` (a process on clothd's host, as clothd's user; the
+        server lists the feature "shm"): the frames come through the
+        server's shared-memory ring, mapped read-only here, and arrive as
+        the same :class:`Frame`; one the server overwrote before it was
+        read is not delivered and counts in :attr:`frames_missed`. Raises
+        :class:`ShmUnavailable` when the ring cannot be mapped.
         Subscribing again to an instance replaces its options. The current
         frame of each instance follows the reply. Returns the reply
-        (``instances`` or ``all``).
+        (``instances`` or ``all``; with shm, ``shm``: the ring's name and
+        size).
         """
         chans = None if channels is None else list(channels)
         reply = self.request("subscribe", instance=instance, instances=_ids(instances),
-                             quantize=quantize, every=every, channels=chans, scene=scene)
-        options = {k: v for k, v in (("quantize", quantize), ("every", every), ("channels", chans))
-                   if v is not None}
+                             quantize=quantize, every=every, channels=chans, scene=scene, shm=shm)
+        options = {k: v for k, v in (("quantize", quantize), ("every", every), ("channels", chans),
+                                     ("shm", shm)) if v is not None}
         if reply.get("all"):
             self._subs[_ALL] = options
         elif "scene" in reply:
@@ -2022,7 +2241,9 @@ class Client:
         out = list(self._frames)
         self._frames.clear()
         while self._buf or select.select([self.sock], [], [], 0)[0]:
-            msg = self.read_message()
+            msg = self._read_one()  # an event or a missed frame: look again, never wait
+            if msg is None:
+                continue
             if isinstance(msg, Frame):
                 out.append(msg)
             else:
@@ -2053,8 +2274,10 @@ class Subscriber:
     ``instances``: an id, a list of ids, or None for every instance
     (including ones created later); ``scene``: with no ``instances``,
     every instance of that scene (later ones too), with them, each must be
-    in it. ``quantize``/``every``/``channels``:
-    the subscribe options. ``reconnect`` (default on): when the server goes away, connect
+    in it. ``quantize``/``every``/``channels``/``shm``:
+    the subscribe options (``shm=True``: frames through the server's
+    shared memory; :attr:`frames_missed` counts the ones overwritten
+    before they were read). ``reconnect`` (default on): when the server goes away, connect
     again (for up to ``reconnect_timeout`` seconds per outage), subscribe
     again and go on; each instance's current frame arrives first. Frames
     of the outage are missed, as any slow subscriber's are. ``token``: as
@@ -2070,7 +2293,7 @@ class Subscriber:
                  timeout: Optional[float] = 10.0, reconnect: bool = True,
                  reconnect_timeout: float = 30.0, rcvbuf: Optional[int] = None,
                  token: Optional[str] = None, scene: Optional[str] = None,
-                 unix_socket: Optional[str] = None):
+                 unix_socket: Optional[str] = None, shm: bool = False):
         self.client = Client(host, port, timeout, rcvbuf=rcvbuf, reconnect=False,
                              reconnect_timeout=reconnect_timeout, token=token, unix_socket=unix_socket)
         #: The scene subscribed to (None: not one).
@@ -2081,6 +2304,7 @@ class Subscriber:
         self.quantize = quantize
         self.every = every
         self.channels: Optional[List[str]] = None if channels is None else list(channels)
+        self.shm = shm
         self.reconnect = reconnect
         self.callback: Optional[Callable[[Frame], None]] = None
         #: The exception that ended the background thread, if any.
@@ -2101,7 +2325,7 @@ class Subscriber:
             self.client.connect()
             self.client.subscribe(instances=self.instances, quantize=self.quantize or None,
                                   every=None if self.every == 1 else self.every,
-                                  channels=self.channels, scene=self.scene)
+                                  channels=self.channels, scene=self.scene, shm=self.shm or None)
             self._subscribed = True
         return self
 
@@ -2143,6 +2367,12 @@ class Subscriber:
     def access(self) -> Optional[str]:
         """The access the server granted ("full", "readonly"), or None."""
         return self.client.access
+
+    @property
+    def frames_missed(self) -> int:
+        """Shared-memory frames (``shm=True``) overwritten in the server's
+        ring before they were read, so not delivered."""
+        return self.client.frames_missed
 
     # -- reading ------------------------------------------------------------
 

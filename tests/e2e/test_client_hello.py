@@ -171,6 +171,7 @@ class OldServerTest(unittest.TestCase):
             "budget": [lambda: c.step(1 / 60, budget_ms=2), lambda: c.set(1, lod=2)],
             "snapshots": [lambda: c.save("w"), lambda: c.load("w")],
             "recording": [lambda: c.record("j"), lambda: c.replay("j"), lambda: c.journals()],
+            "shm": [lambda: c.subscribe(1, shm=True)],
         }
         for feature, fns in calls.items():
             for fn in fns:

@@ -162,6 +162,24 @@ class FeatureMissing extends IncompatibleServer {
   }
 }
 
+/**
+ * subscribe({shm: true}) was granted, but this process cannot open the
+ * ring the reply names: it is not on clothd's host, runs as another user,
+ * or does not see clothd's /dev/shm (the systemd unit's private /dev).
+ * `path` is the object's path, `cause` the fs error. The server has
+ * subscribed: until a subscribe without shm replaces the subscription, its
+ * frames are not delivered (counted in stats.missedFrames). Code
+ * "shm_unavailable", which the server never sends.
+ */
+class ShmUnavailable extends ClothdError {
+  constructor(endpoint, path, cause) {
+    super('shm_unavailable', `${cause.message} (clothd at ${endpoint})`, undefined);
+    this.endpoint = endpoint;
+    this.path = path;
+    this.cause = cause;
+  }
+}
+
 module.exports = {
   ERROR_CODES,
   ERROR_CLASSES,
@@ -181,4 +199,5 @@ module.exports = {
   EndpointUnavailable,
   IncompatibleServer,
   FeatureMissing,
+  ShmUnavailable,
 };

@@ -8,7 +8,7 @@
 
 /** The features a clothd may list in its hello (PROTOCOL.md "hello"). */
 const FEATURES = Object.freeze([
-  'warnings', 'strict', 'scenes', 'ephemeral', 'softbody', 'mesh', 'skin', 'budget', 'snapshots', 'recording',
+  'warnings', 'strict', 'scenes', 'ephemeral', 'softbody', 'mesh', 'skin', 'budget', 'snapshots', 'recording', 'shm',
 ]);
 
 // The painted per-vertex properties (PROTOCOL.md "Painted properties"): in
@@ -44,6 +44,7 @@ function featuresNeeded(cmd, msg) {
   if ((cmd === 'save' || cmd === 'load') && msg.memory !== true) need('snapshots');
   if (cmd === 'record' || cmd === 'replay' || cmd === 'journals') need('recording');
   if (cmd === 'hello' && msg.strict === true) need('strict');
+  if (cmd === 'subscribe' && msg.shm === true) need('shm');
   return needs;
 }
 

@@ -23,6 +23,13 @@ const FLAG_VELOCITIES = 2;
 /** flags bit 2: unit normals follow (channel "normals"). */
 const FLAG_NORMALS = 4;
 const FLAGS_KNOWN = FLAG_QUANTIZED | FLAG_VELOCITIES | FLAG_NORMALS;
+/**
+ * flags bit 3: the message is a reference to a frame in the server's
+ * shared-memory ring (subscribe's "shm"), never a frame itself.
+ */
+const FLAG_SHARED = 8;
+/** A reference's length: the frame's header, u64 position, u32 length, u32 reserved. */
+const SHM_REFERENCE_SIZE = 56;
 /** What subscribe's `channels` may name ("positions" is always sent). */
 const CHANNELS = Object.freeze(['positions', 'velocities', 'normals']);
 /** Bytes between the header and a quantized frame's u16 positions. */
@@ -78,6 +85,44 @@ function toBytes(data) {
   throw new TypeError('frame: expected a Uint8Array, Buffer or ArrayBuffer');
 }
 
+// The u64 frame number of a header as a double: exact up to 2^53 (a
+// million years of steps at 60 Hz is 2^41).
+function frameNumber(dv) {
+  return dv.getUint32(20, true) * 4294967296 + dv.getUint32(16, true);
+}
+
+/**
+ * Reads and checks a shared-memory reference (exactly 56 bytes, flags bit
+ * 3): { instance, frame, flags (the frame's: without bit 3), count,
+ * position (a BigInt: the frame's running byte position in the ring),
+ * length (the frame's length) }. Throws ProtocolError when it names no
+ * frame of its header's particles and flags.
+ */
+function decodeReference(data) {
+  const bytes = toBytes(data);
+  if (bytes.length !== SHM_REFERENCE_SIZE)
+    throw new ProtocolError(`frame: a shared-memory reference of ${bytes.length} bytes (a reference is ${SHM_REFERENCE_SIZE})`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, SHM_REFERENCE_SIZE);
+  const flags = dv.getUint16(6, true) & ~FLAG_SHARED;
+  const count = dv.getUint32(32, true);
+  const length = dv.getUint32(48, true);
+  const reserved = dv.getUint32(52, true);
+  if (dv.getUint16(4, true) !== FRAME_VERSION || dv.getUint32(8, true) !== SHM_REFERENCE_SIZE)
+    throw new ProtocolError(`frame: a shared-memory reference of version ${dv.getUint16(4, true)}, length ${dv.getUint32(8, true)}`);
+  if (reserved !== 0 || (flags & ~FLAGS_KNOWN) || length !== frameSizeFlags(count, flags)) {
+    throw new ProtocolError(`frame: a shared-memory reference to ${length} bytes (reserved ${reserved}) does not ` +
+      `match ${count} particles with flags 0x${flags.toString(16).padStart(4, '0')}`);
+  }
+  return {
+    instance: dv.getUint32(12, true),
+    frame: frameNumber(dv),
+    flags,
+    count,
+    position: dv.getBigUint64(40, true),
+    length,
+  };
+}
+
 /**
  * Reads and checks a frame header. `bytes` must hold at least the 40-byte
  * header; `available` is how many bytes of the frame the caller has (the
@@ -101,6 +146,11 @@ function readHeader(bytes, available) {
   const count = dv.getUint32(32, true);
   if (version !== FRAME_VERSION)
     throw new ProtocolError(`frame: unsupported version ${version} (expected ${FRAME_VERSION})`);
+  if (flags & FLAG_SHARED) {
+    throw new ProtocolError(`frame: a shared-memory reference (flags bit 3) to frame ${frameNumber(dv)} of instance ` +
+      `${dv.getUint32(12, true)}, not a frame: the frame is in the server's ring, which a Client subscribed ` +
+      'with {shm: true} reads');
+  }
   if (flags & ~FLAGS_KNOWN)
     throw new ProtocolError(`frame: unknown flags 0x${(flags & ~FLAGS_KNOWN).toString(16).padStart(4, '0')}`);
   const quantized = (flags & FLAG_QUANTIZED) !== 0;
@@ -109,9 +159,7 @@ function readHeader(bytes, available) {
     throw new ProtocolError(`frame: length ${length} does not match ${count} particles (${expected} bytes${quantized ? ', quantized' : ''})`);
   if (length !== available)
     throw new ProtocolError(`frame: header says ${length} bytes, got ${available}`);
-  // The u64 frame number as a double: exact up to 2^53 (a million years of
-  // steps at 60 Hz is 2^41).
-  const frame = dv.getUint32(20, true) * 4294967296 + dv.getUint32(16, true);
+  const frame = frameNumber(dv);
   return {
     version,
     flags,
@@ -240,8 +288,9 @@ function octahedralNormals(bytes, offset, count, target) {
  * another length is left alone and a new array returned.
  *
  * Throws ProtocolError on a bad magic, a version other than 1, a flag bit
- * other than bits 0-2, or a length that does not match the flags, the count
- * or the bytes.
+ * other than bits 0-2 (bit 3, a shared-memory reference, is resolved by the
+ * Client that holds the ring: decodeFrame says what it is), or a length
+ * that does not match the flags, the count or the bytes.
  */
 function decodeFrame(data, options) {
   const bytes = toBytes(data);
@@ -295,6 +344,8 @@ module.exports = {
   FLAG_VELOCITIES,
   FLAG_NORMALS,
   FLAGS_KNOWN,
+  FLAG_SHARED,
+  SHM_REFERENCE_SIZE,
   CHANNELS,
   QUANTIZED_PREFIX,
   LITTLE_ENDIAN_HOST,
@@ -304,4 +355,5 @@ module.exports = {
   octahedralDecode,
   decodeHeader,
   decodeFrame,
+  decodeReference,
 };

@@ -226,7 +226,7 @@ test('frames at unaligned offsets are copied, aligned ones are views; unknown ve
   const fake = await fakeServer((req) => {
     if (req.cmd === 'subscribe') {
       // One write: the reply (19 bytes: the first frame's payload starts at
-      // offset 59, unaligned), a version-2 frame and a frame with flag bit 3
+      // offset 59, unaligned), a version-2 frame and a frame with flag bit 4
       // to skip, an event line padded so that the last frame's payload is
       // 4-byte aligned.
       const reply = Buffer.from(`{"id":${req.id},"ok":true}\n`);
@@ -234,7 +234,7 @@ test('frames at unaligned offsets are copied, aligned ones are views; unknown ve
       const padding = ' '.repeat((4 - ((before + 14) % 4)) % 4);
       const event = Buffer.from(`{"event":"x"${padding}}\n`);
       return Buffer.concat([reply, frameBytes(1, 0, flat), frameBytes(1, 9, flat, { version: 2 }),
-        frameBytes(1, 10, flat, { flags: 8 }), event, frameBytes(1, 1, flat)]);
+        frameBytes(1, 10, flat, { flags: 16 }), event, frameBytes(1, 1, flat)]);
     }
     if (req.cmd === 'bad') {
       const bad = frameBytes(1, 2, flat);
@@ -257,7 +257,7 @@ test('frames at unaligned offsets are copied, aligned ones are views; unknown ve
   assert.equal(f0.view, false, 'unaligned payload: copied');
   assert.equal(f1.view, true, 'aligned payload: a view on the received chunk');
   assert.equal(f1.positions.byteOffset % 4, 0);
-  assert.deepEqual(warnings, ['frame: skipped a frame of version 2', 'frame: skipped a frame of unknown flags 0x0008']);
+  assert.deepEqual(warnings, ['frame: skipped a frame of version 2', 'frame: skipped a frame of unknown flags 0x0010']);
   assert.equal(c.stats.skippedFrames, 2);
   assert.equal(events.length, 1);
 

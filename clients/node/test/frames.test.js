@@ -302,10 +302,16 @@ test('the decoder rejects bad magic, versions, flags and lengths', () => {
     b.writeUInt16LE(flags, 6);
     rejects(b, /does not match/);
   }
-  for (const flags of [8, 9, 0x8000, 0x8001]) {
+  for (const flags of [0x10, 0x11, 0x8000, 0x8001]) {
     b = Buffer.from(good);
     b.writeUInt16LE(flags, 6);
     rejects(b, /unknown flags/);
+  }
+  // Bit 3 is a shared-memory reference, which only a Client with the ring resolves.
+  for (const flags of [8, 9]) {
+    b = Buffer.from(good);
+    b.writeUInt16LE(flags, 6);
+    rejects(b, /a shared-memory reference \(flags bit 3\) to frame \d+ of instance \d+, not a frame/);
   }
   // Plain bytes marked quantized: the length no longer matches the count.
   b = Buffer.from(good);
