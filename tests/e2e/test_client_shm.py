@@ -16,7 +16,8 @@ PROTOCOL.md "Shared-memory frames") against the real server:
 - a ring that cannot be opened (a fake server names one that is not there)
   raises ShmUnavailable; the connection goes on and its frames count as
   missed;
-- decode_frame of a bare reference is a ProtocolError that says so;
+- decode_frame of a bare reference (one from the server, PROTOCOL.md's
+  test vector) is a ProtocolError that says so;
 - clothctl watch --shm prints the frames."""
 
 import json
@@ -214,10 +215,22 @@ class NoShmServerTest(unittest.TestCase):
         self.assertEqual(raw.poll_frames(), [], "no frame: nothing was subscribed")
 
 
-def reference(instance: int, frame: int, count: int, position: int) -> bytes:
+def reference(instance: int, frame: int, count: int, position: int, time: float = 0.0) -> bytes:
     """A 56-byte reference to a plain frame of `count` particles."""
-    return struct.pack("<4sHHIIQdIIQII", b"\x89CLF", 1, FRAME_FLAG_SHARED, 56, instance, frame, 0.0, count, 0,
+    return struct.pack("<4sHHIIQdIIQII", b"\x89CLF", 1, FRAME_FLAG_SHARED, 56, instance, frame, time, count, 0,
                        position, 40 + 12 * count, 0)
+
+
+class ReferenceVectorTest(unittest.TestCase):
+    def test_protocol_md_reference_vector_should_be_what_the_client_reads(self):
+        with open(os.path.join(REPO, "protocol", "PROTOCOL.md"), encoding="utf-8") as f:
+            text = f.read()
+        at = text.index("A test vector: the reference to frame 2 of instance 1")
+        block = text[at:].split("```")[1]
+        vector = bytes.fromhex("".join(row.split("   ")[0] for row in block.strip().splitlines()))
+        self.assertEqual(vector, reference(1, 2, 4, 4096, time=1.0))
+        with self.assertRaisesRegex(ProtocolError, r"reference \(flags bit 3\) to frame 2 of instance 1, not a frame"):
+            decode_frame(vector)
 
 
 class UnopenableRingTest(unittest.TestCase):

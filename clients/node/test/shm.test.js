@@ -19,7 +19,7 @@ const {
   Client, FeatureMissing, InvalidArgument, ProtocolError, ShmUnavailable, decodeFrame, decodeReference, FLAG_SHARED,
   SHM_REFERENCE_SIZE,
 } = require('..');
-const { startServer } = require('../test-support/server.js');
+const { startServer, REPO_ROOT } = require('../test-support/server.js');
 
 const DT = 1 / 60;
 let server; // TCP and a Unix socket, the default 64 MiB ring
@@ -235,6 +235,26 @@ test('a ring that cannot be opened: subscribe rejects with ShmUnavailable, its f
     await c.close();
     await new Promise((resolve) => srv.close(resolve));
   }
+});
+
+/** PROTOCOL.md's reference test vector (the hex before each row's comment). */
+function protocolVector() {
+  const text = fs.readFileSync(path.join(REPO_ROOT, 'protocol', 'PROTOCOL.md'), 'utf8');
+  const at = text.indexOf('A test vector: the reference to frame 2 of instance 1');
+  assert.ok(at >= 0, 'PROTOCOL.md has the reference vector');
+  const block = /```\n([\s\S]*?)```/.exec(text.slice(at))[1];
+  const hex = block.split('\n').map((row) => row.split('   ')[0].replace(/ /g, '')).join('');
+  return Buffer.from(hex, 'hex');
+}
+
+test("PROTOCOL.md's reference vector: decodeReference reads it, decodeFrame refuses it", () => {
+  const v = protocolVector();
+  assert.equal(v.length, SHM_REFERENCE_SIZE);
+  assert.deepEqual(decodeReference(v), { instance: 1, frame: 2, flags: 0, count: 4, position: 4096n, length: 88 });
+  const mine = reference(1, 2, 4, 4096);
+  mine.writeDoubleLE(1.0, 24);
+  assert.ok(mine.equals(v), 'the test helper writes the same bytes');
+  assert.throws(() => decodeFrame(v), /a shared-memory reference \(flags bit 3\) to frame 2 of instance 1, not a frame/);
 });
 
 test('decodeFrame says what a bare reference is; decodeReference checks one', () => {
