@@ -16,15 +16,9 @@
 
 #include <clothd/client.h>
 
-/* This process's CPU time (user + system), seconds. */
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
-}
+#include "bench_util.h"
 
+/* This process's CPU time (user + system), seconds. */
 static double now_s(void)
 {
     struct timespec ts;
@@ -58,7 +52,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 50; i++) /* warm-up */
         clothd_step(c, &so, NULL, &err);
 
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = now_s(), c0 = bench_cpu_s();
     for (int i = 0; i < steps; i++) {
         if (clothd_step(c, &so, NULL, &err) != CLOTHD_OK) {
             fprintf(stderr, "roundtrip: step: %s\n", err.message);
@@ -66,7 +60,7 @@ int main(int argc, char **argv)
         }
     }
     double blocking = (now_s() - t0) / steps * 1e6;
-    double cpu = (cpu_s() - c0) / steps * 1e6;
+    double cpu = (bench_cpu_s() - c0) / steps * 1e6;
 
     clothd_ticket *t = malloc((size_t)steps * sizeof *t);
     t0 = now_s();

@@ -27,10 +27,10 @@
 
 #include <clothd/client.h>
 
+#include "bench_util.h"
+
 #define MAX_ROUNDS 9
 #define MODES 3
-
-extern char **environ;
 
 static const char *const mode_names[MODES] = {"tcp plain", "unix plain", "tcp shm"};
 
@@ -161,47 +161,6 @@ static bool round_of(clothd_client *driver, run *r, int steps)
     return !r->failed;
 }
 
-/* clothd with --unix `path` on an ephemeral port: its port from the banner, 0 on failure. */
-static uint16_t start_server(const char *clothd, const char *path, pid_t *pid)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return 0;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", 0, 0);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    char *argv[] = {(char *)clothd, "--port", "0", "--workers", "2", "--unix", (char *)path, NULL};
-    int rc = posix_spawn(pid, clothd, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    if (rc != 0)
-        return 0;
-    FILE *f = fdopen(fd[0], "r");
-    unsigned port = 0;
-    char line[256];
-    for (int i = 0; f != NULL && i < 2 && fgets(line, sizeof line, f) != NULL; i++) {
-        const char *p = strstr(line, "listening on ");
-        const char *colon = p && strncmp(p + 13, "unix:", 5) != 0 ? strrchr(p, ':') : NULL;
-        if (colon != NULL)
-            port = (unsigned)atoi(colon + 1);
-    }
-    return (uint16_t)port; /* the pipe stays open: the server wrote only its banner there */
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
     const char *clothd = NULL;
@@ -230,7 +189,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/clothd.sock", dir);
     pid_t pid;
     clothd_options o = clothd_options_default();
-    o.port = start_server(clothd, path, &pid);
+    o.port = bench_start_server(clothd, path, &pid);
     clothd_client *driver = NULL;
     clothd_error err;
     if (o.port == 0 || clothd_connect(&o, &driver, &err) != CLOTHD_OK) {
@@ -295,8 +254,8 @@ int main(int argc, char **argv)
         const uint64_t want = (uint64_t)rounds * (uint64_t)n * (uint64_t)(steps + 1);
         for (int m = 0; m < MODES; m++)
             printf("%-10s median %7.2f us of reader CPU a frame (%6.0f socket bytes a frame); %llu of %llu "
-                   "frames delivered, %llu missed\n", mode_names[m], median(us[m], rounds),
-                   median(bytes[m], rounds), (unsigned long long)delivered[m], (unsigned long long)want,
+                   "frames delivered, %llu missed\n", mode_names[m], bench_median(us[m], rounds),
+                   bench_median(bytes[m], rounds), (unsigned long long)delivered[m], (unsigned long long)want,
                    (unsigned long long)missed[m]);
     }
     clothd_close(driver);

@@ -22,68 +22,18 @@
 
 #include <clothd/client.h>
 
+#include "bench_util.h"
+
 #define COLS 49
 #define ROWS 40
 #define N (COLS * ROWS)
 #define MAX_ROUNDS 15
-
-extern char **environ;
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Starts clothd on an ephemeral port; its port from the banner, 0 on failure. */
-static uint16_t start_server(const char *path, pid_t *pid)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return 0;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", 0, 0);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    char *argv[] = {(char *)path, "--port", "0", "--workers", "2", NULL};
-    int rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    if (rc != 0)
-        return 0;
-    char banner[256] = {0};
-    FILE *f = fdopen(fd[0], "r");
-    unsigned port = 0;
-    if (f != NULL && fgets(banner, sizeof banner, f) != NULL) {
-        const char *p = strstr(banner, "listening on ");
-        const char *colon = p ? strchr(p, ':') : NULL;
-        if (colon != NULL)
-            port = (unsigned)atoi(colon + 1);
-    }
-    /* The pipe stays open (the server writes only its banner there). */
-    return (uint16_t)port;
 }
 
 int main(int argc, char **argv)
@@ -104,7 +54,7 @@ int main(int argc, char **argv)
     }
     pid_t pid;
     clothd_options o = clothd_options_default();
-    o.port = start_server(clothd, &pid);
+    o.port = bench_start_server(clothd, NULL, &pid);
     if (o.port == 0) {
         fprintf(stderr, "skin: cannot start %s\n", clothd);
         return 1;
@@ -151,7 +101,7 @@ int main(int argc, char **argv)
         for (int json = 0; json < 2; json++) {
             clothd_skin_options s = {verts, normals, N, json != 0};
             uint64_t b0 = clothd_get_client_stats(c).bytes_out;
-            double t0 = now_s(), c0 = cpu_s();
+            double t0 = now_s(), c0 = bench_cpu_s();
             for (int i = 0; i < requests; i++)
                 if (clothd_skin(c, cape.instance, &s, &err) != CLOTHD_OK) {
                     fprintf(stderr, "skin: %s\n", err.message);
@@ -160,7 +110,7 @@ int main(int argc, char **argv)
             if (r < 0)
                 continue;
             ms[json][r] = (now_s() - t0) / requests * 1e3;
-            cpu[json][r] = (cpu_s() - c0) / requests * 1e3;
+            cpu[json][r] = (bench_cpu_s() - c0) / requests * 1e3;
             bytes[json] = (double)(clothd_get_client_stats(c).bytes_out - b0) / requests;
         }
     }
@@ -175,8 +125,8 @@ int main(int argc, char **argv)
     static const char *const names[2] = {"binary", "JSON"};
     for (int json = 0; json < 2; json++)
         printf("%-7s %7.3f ms/request  %7.0f bytes/request  client CPU %.3f ms/request\n", names[json],
-               median(ms[json], rounds), bytes[json], median(cpu[json], rounds));
-    printf("JSON / binary: %.1fx the time, %.1fx the bytes\n", median(ms[1], rounds) / median(ms[0], rounds),
+               bench_median(ms[json], rounds), bytes[json], bench_median(cpu[json], rounds));
+    printf("JSON / binary: %.1fx the time, %.1fx the bytes\n", bench_median(ms[1], rounds) / bench_median(ms[0], rounds),
            bytes[1] / bytes[0]);
     clothd_destroy(c, cape.instance, NULL);
     status = 0;

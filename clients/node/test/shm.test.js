@@ -20,6 +20,7 @@ const {
   SHM_REFERENCE_SIZE,
 } = require('..');
 const { startServer, REPO_ROOT } = require('../test-support/server.js');
+const { bytesOf, take } = require('../test-support/frames.js');
 
 const DT = 1 / 60;
 let server; // TCP and a Unix socket, the default 64 MiB ring
@@ -37,29 +38,6 @@ before(async () => {
 after(async () => {
   await Promise.all([server, small, none].filter(Boolean).map((s) => s.stop().catch(() => {})));
 });
-
-function bytesOf(f32) {
-  return Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength);
-}
-
-/** Takes `n` frames from an iterator, failing after `ms`. */
-async function take(iterator, n, ms = 5000) {
-  const out = [];
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`only ${out.length} of ${n} frames within ${ms} ms`)), ms);
-  });
-  try {
-    while (out.length < n) {
-      const r = await Promise.race([iterator.next(), timeout]);
-      if (r.done) throw new Error(`iterator ended after ${out.length} of ${n} frames`);
-      out.push(r.value);
-    }
-    return out;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 async function sameFramesAsPlain(shmAddress) {
   const driver = await Client.connect(server.address);

@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 
 const { Client } = require('..');
 const { startServer } = require('../test-support/server.js');
+const { bytesOf, take } = require('../test-support/frames.js');
 
 let server;
 let client;
@@ -21,29 +22,6 @@ after(async () => {
   if (client) await client.close();
   if (server) await server.stop('SIGKILL').catch(() => {});
 });
-
-function bytesOf(f32) {
-  return Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength);
-}
-
-/** Takes `n` frames from an iterator, failing after `ms`. */
-async function take(iterator, n, ms = 5000) {
-  const out = [];
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`only ${out.length} of ${n} frames within ${ms} ms`)), ms);
-  });
-  try {
-    while (out.length < n) {
-      const r = await Promise.race([iterator.next(), timeout]);
-      if (r.done) throw new Error(`iterator ended after ${out.length} of ${n} frames`);
-      out.push(r.value);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-  return out;
-}
 
 async function curtain(c, width = 6, height = 5) {
   const id = await c.createCloth({ width, height, spacing: 0.1, origin: [0, 2, 0] });

@@ -16,6 +16,7 @@ const {
   Client, ShardedClient, EndpointUnavailable, FeatureMissing, placeScene, parseEndpoint, UNIX_PATH_MAX,
 } = require('..');
 const { startServer } = require('../test-support/server.js');
+const { bytesOf } = require('../test-support/frames.js');
 
 let server; // TCP and a Unix socket
 let tcpOnly; // the other shard
@@ -36,10 +37,6 @@ function nowhere(t) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'clothd-nothing-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   return path.join(dir, 'clothd.sock');
-}
-
-function bytesOf(f32) {
-  return Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength);
 }
 
 test('over the socket: hello, create, step and get', async () => {
