@@ -100,14 +100,17 @@ class StepBurstTest(unittest.TestCase):
         self.assertEqual(viewer.get(big).frame, 3)
 
     def test_a_client_stepping_back_to_back_should_not_starve_a_parked_request(self):
-        srv = fresh_server(self)
+        # 256² x 256 passes, 4x the cloth above: the get must arrive during
+        # the first step, and the faster solver finished 128² x 256 within
+        # the 20 ms sleep on an idle machine (the get then parked on the
+        # second step and read frame 2). ~100 ms a step on two idle cores.
+        srv = fresh_server(self, "--max-step-work", str(1 << 25))
         stepper, other = srv.client(timeout=60), srv.client(timeout=60)
         self.addCleanup(stepper.close)
         self.addCleanup(other.close)
-        big = stepper.create_cloth(width=128, height=128, spacing=0.01, solver_iterations=256)
-        # Three steps pipelined (each 40-80 ms: see above): the other client's
-        # get, parked on the first, runs before the second, not after the
-        # third.
+        big = stepper.create_cloth(width=256, height=256, spacing=0.01, solver_iterations=256)
+        # Three steps pipelined: the other client's get, parked on the
+        # first, runs before the second, not after the third.
         stepper.send_raw(b"".join((json.dumps({"id": i, "cmd": "step", "dt": DT, "instances": [big]}) + "\n").encode()
                                   for i in range(3)))
         time.sleep(0.02)
