@@ -116,15 +116,10 @@ static void run_step_job(cd_job *job)
     if (sj->result.unstable || sj->result.sleeping)
         return; /* nothing moved: no frame is sent */
     cd_frame_channels_compute(&sj->channels, sj->inst);
-    bool shared = false;
+    cd_shm_ring_before_writes(); /* before any room in the ring is written */
     for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
         if (sj->forms[f] != NULL)
             cd_frame_buf_fill(sj->forms[f], sj->inst, &sj->channels);
-        shared |= sj->shared[f] != NULL;
-    }
-    if (shared)
-        cd_shm_ring_before_writes();
-    for (uint32_t f = 0; f < CD_FRAME_FORMS; f++) {
         if (sj->shared[f] == NULL)
             continue;
         if (sj->forms[f] != NULL) /* the same bytes: copied, not encoded again */
