@@ -14,10 +14,10 @@
 
 #include "internal.h"
 
-cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t flags)
+/* A buffer of `len` bytes for a frame (or a reference to one) of
+ * `instance`, one reference held. */
+static cd_frame_buf *buf_new(cd_id instance, uint32_t particles, uint16_t flags, size_t len)
 {
-    assert((flags & ~CD_FRAME_FLAGS_KNOWN) == 0);
-    size_t len = cd_frame_size_flags(particles, flags);
     cd_frame_buf *frame = malloc(sizeof *frame + len);
     if (frame == NULL)
         return NULL;
@@ -27,6 +27,12 @@ cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t fl
     frame->flags = flags;
     frame->len = len;
     return frame;
+}
+
+cd_frame_buf *cd_frame_buf_alloc(cd_id instance, uint32_t particles, uint16_t flags)
+{
+    assert((flags & ~CD_FRAME_FLAGS_KNOWN) == 0);
+    return buf_new(instance, particles, flags, cd_frame_size_flags(particles, flags));
 }
 
 bool cd_frame_channels_alloc(cd_frame_channels *ch, uint32_t particles, uint16_t wanted)
@@ -121,14 +127,8 @@ void cd_frame_buf_unref(cd_frame_buf *frame)
 
 cd_frame_buf *cd_frame_buf_alloc_shared(const cd_frame_header *named, uint64_t position)
 {
-    cd_frame_buf *ref = malloc(sizeof *ref + CD_FRAME_SHARED_SIZE);
-    if (ref == NULL)
-        return NULL;
-    ref->refs = 1;
-    ref->instance = named->instance;
-    ref->particles = named->count;
-    ref->flags = named->flags;
-    ref->len = CD_FRAME_SHARED_SIZE;
-    cd_frame_encode_shared(ref->data, named, position);
+    cd_frame_buf *ref = buf_new(named->instance, named->count, named->flags, CD_FRAME_SHARED_SIZE);
+    if (ref != NULL)
+        cd_frame_encode_shared(ref->data, named, position);
     return ref;
 }
