@@ -211,6 +211,13 @@ export class Viewer {
     // null when clothd could not give one (the page then falls back). Read
     // once per instance: an id never names another instance.
     this.topology = new Map();
+    // The order topology requests were sent in (one connection: their
+    // replies come in that order, each the state when it was answered), and
+    // per instance the number of the one applied: a poll's reply, applied
+    // only once the poll's other requests are back, must not overwrite a
+    // tear's newer topology (#applyTopology).
+    this.topologyAsked = 0;
+    this.topologyApplied = new Map();
     this.clients = new Set();    // {ws, pending: Map(instance -> frame)}
     this.stopped = false;
     this.pollTimer = null;
@@ -529,14 +536,24 @@ export class Viewer {
   // triangles changed. Read them again and hand them to every page, which
   // draws the instance anew from them.
   async #onTopologyEvent(conn, id) {
+    const asked = ++this.topologyAsked;
     try {
       const t = await conn.request('topology', { instance: id });
-      const text = Viewer.topologyMessage(id, t);
-      this.topology.set(id, text);
-      for (const c of this.clients) if (c.ws.readyState === c.ws.OPEN) c.ws.send(text);
+      this.#applyTopology(id, asked, Viewer.topologyMessage(id, t));
     } catch {
       // Destroyed meanwhile: the next poll forgets it.
     }
+  }
+
+  // Keeps and sends (`text` null: keeps, the page falls back) the topology
+  // of request number `asked` unless a later request's was applied; false
+  // then.
+  #applyTopology(id, asked, text) {
+    if ((this.topologyApplied.get(id) ?? 0) > asked) return false;
+    this.topologyApplied.set(id, asked);
+    this.topology.set(id, text);
+    if (text) for (const c of this.clients) if (c.ws.readyState === c.ws.OPEN) c.ws.send(text);
+    return true;
   }
 
   async #onClothd(conn) {
@@ -585,6 +602,7 @@ export class Viewer {
       // A new clothd process may reuse ids: nothing read from the old one holds.
       this.meta.clear();
       this.topology.clear();
+      this.topologyApplied.clear();
       this.lastMetaJson = '';
       this.log(`viewer: connected to clothd ${this.version ?? '?'} at ${this.opts.clothd}`
         + (access === 'readonly' ? ` with a read-only token (${READONLY_TEXT})` : ''));
@@ -698,9 +716,10 @@ export class Viewer {
       if (changed || cheap) {
         budget -= s.particles;
         const id = s.instance;
+        const asked = ++this.topologyAsked;
         const topo = this.topology.has(id) ? null : conn.request('topology', { instance: id }).then(
-          (t) => ({ text: Viewer.topologyMessage(id, t), triangles: t.triangles.length / 3 }),
-          (err) => (err.code === 'not_found' ? undefined : { text: null, error: err.message }));
+          (t) => ({ asked, text: Viewer.topologyMessage(id, t), triangles: t.triangles.length / 3 }),
+          (err) => (err.code === 'not_found' ? undefined : { asked, text: null, error: err.message }));
         gets.push(Promise.all([conn.request('get', { instance: id }), topo]).then(([g, t]) => ({ s, g, t }), () => null));
       } else if (known) {
         known.frame = s.frame;
@@ -712,10 +731,8 @@ export class Viewer {
     const results = (await Promise.all(gets)).filter((r) => r && r.t !== undefined); // null/undefined: destroyed meanwhile
     // New topologies first, so a page has them when the metadata names them.
     for (const { s, t } of results) {
-      if (!t || !live.has(s.instance)) continue;
+      if (!t || !live.has(s.instance) || !this.#applyTopology(s.instance, t.asked, t.text)) continue;
       if (t.text === null) this.log(`viewer: no topology for instance ${s.instance} (${t.error}); the page draws its grid`);
-      this.topology.set(s.instance, t.text);
-      if (t.text) for (const c of this.clients) if (c.ws.readyState === c.ws.OPEN) c.ws.send(t.text);
     }
     for (const { s, g, t } of results) {
       const old = this.meta.get(s.instance);
@@ -760,6 +777,7 @@ export class Viewer {
         this.meta.delete(id);
         this.latest.delete(id);
         this.topology.delete(id);
+        this.topologyApplied.delete(id);
         for (const c of this.clients) c.pending.delete(id);
       }
     }
