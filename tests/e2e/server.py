@@ -151,8 +151,17 @@ class Server:
     def stderr(self, limit: Optional[int] = 4000) -> str:
         """What clothd wrote to stderr: the last `limit` characters (all of
         it with limit=None: its log)."""
-        self._stderr.seek(0)
-        text = self._stderr.read().decode(errors="replace")
+        # pread, never seek+read: the child writes through the same open
+        # file description, so moving its offset made clothd's next line
+        # overwrite the start of the file (a torn log line in CI).
+        fd, chunks, at = self._stderr.fileno(), [], 0
+        while True:
+            chunk = os.pread(fd, 1 << 16, at)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            at += len(chunk)
+        text = b"".join(chunks).decode(errors="replace")
         return text if limit is None else text[-limit:]
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
