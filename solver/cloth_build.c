@@ -197,7 +197,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->geodesic);
     free(inst->heap);
     free(inst->hash_start);
-    free(inst->hash_entries);
+    free(inst->hash_entries.cx); /* the block of all the entries' arrays */
     free(inst->self_move);
     free(inst->neighbour_start);
     free(inst->neighbours);

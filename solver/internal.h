@@ -117,11 +117,28 @@ typedef struct cd_element {
 } cd_element;
 _Static_assert(sizeof(cd_element) == 64, "an element is one cache line");
 
-/* A particle in the self-collision hash, with the cell it lies in. */
-typedef struct cd_hash_entry {
-    int32_t x, y, z;
-    uint32_t particle;
-} cd_hash_entry;
+/* The self-collision hash's entries, grouped by bucket, one array per
+ * field: each particle's cell, index, and position and last move at the
+ * search. A query reads a bucket's entries in a row, and on the AVX2 path
+ * tests 8 at a time (self_collision_avx2.c), so every array has
+ * CD_HASH_PAD entries past the last that no bucket holds. */
+#define CD_HASH_PAD 8u
+typedef struct cd_hash_entries {
+    int32_t *cx, *cy, *cz;
+    uint32_t *particle;
+    float *px, *py, *pz, *move;
+} cd_hash_entries;
+#define CD_HASH_ARRAYS 8u /* the fields above */
+#define CD_SELF_CHUNK 64u  /* entries of a bucket tested per call */
+
+/* What a search asks of one bucket for particle i (self_collision.c). */
+typedef struct cd_self_query {
+    uint32_t i;
+    int32_t x, y, z;               /* the cell looked at */
+    float xi, yi, zi;              /* i's position */
+    float reach_i, reach_i_max;    /* i's own reach, and the farthest any j could be */
+    float scale, margin, cap;      /* j's travel: min(move scale + margin, cap) */
+} cd_self_query;
 
 /* An entry of the geodesic search's queue (pins.c). */
 typedef struct cd_heap_entry {
@@ -249,7 +266,7 @@ struct cd_instance {
      * to the particle count), and for soft bodies the particles'
      * neighbours (CSR), which are exempt. Cloth's neighbours are implicit. */
     uint32_t *hash_start;   /* hash_size + 1 */
-    cd_hash_entry *hash_entries; /* particle_count, grouped by bucket */
+    cd_hash_entries hash_entries; /* particle_count (+ CD_HASH_PAD) each, one block */
     float *self_move;            /* particle_count: last-substep move at the search */
     uint32_t hash_size;     /* power of two */
     uint32_t *pairs;        /* candidate pairs (i, j) of the last search */
@@ -394,6 +411,12 @@ uint32_t cd_integrate_avx2(float *pos, float *prev, float *residual, const float
                            uint32_t begin, uint32_t end, float keep, const float accel[3]);
 /* The tethers' pass over particles [begin, end) 8 at a time, as pins.c's
  * loop does it; returns the first particle it left to the scalar loop. */
+/* The self-collision search's candidates for particle i among the hash
+ * entries [e, min(end, e + CD_SELF_CHUNK)) of a bucket, as self_collision.c's
+ * scalar test finds them: their indices into out, in order; returns how
+ * many. */
+uint32_t cd_self_candidates_avx2(const cd_hash_entries *h, uint32_t e, uint32_t end,
+                                 const cd_self_query *q, uint32_t *out);
 uint32_t cd_tethers_avx2(float *pos, const uint32_t *anchor, const float *length,
                          uint32_t begin, uint32_t end);
 #endif

@@ -106,13 +106,13 @@ static bool build_neighbours(cd_instance *inst)
 void cd_self_collision_release(cd_instance *inst)
 {
     free(inst->hash_start);
-    free(inst->hash_entries);
+    free(inst->hash_entries.cx); /* the block of all the entries' arrays */
     free(inst->self_move);
     free(inst->pairs);
     free(inst->neighbour_start);
     free(inst->neighbours);
     inst->hash_start = NULL;
-    inst->hash_entries = NULL;
+    inst->hash_entries = (cd_hash_entries){0};
     inst->self_move = NULL;
     inst->pairs = NULL;
     inst->neighbour_start = inst->neighbours = NULL;
@@ -128,11 +128,27 @@ bool cd_self_collision_reserve(cd_instance *inst)
         size <<= 1;
     inst->hash_size = size;
     inst->hash_start = calloc(size + 1, sizeof(uint32_t));
-    inst->hash_entries = malloc(sizeof(cd_hash_entry) * inst->particle_count);
+    /* One block for the entries' arrays, its padding zeroed: the AVX2
+     * test reads it (and drops what it finds there). */
+    const size_t per = (size_t)inst->particle_count + CD_HASH_PAD;
+    char *block = calloc(CD_HASH_ARRAYS * per, sizeof(float));
+    if (block != NULL) {
+        _Static_assert(sizeof(int32_t) == sizeof(float) && sizeof(uint32_t) == sizeof(float),
+                       "every field is 4 bytes");
+        cd_hash_entries *h = &inst->hash_entries;
+        h->cx = (int32_t *)(void *)block;
+        h->cy = h->cx + per;
+        h->cz = h->cy + per;
+        h->particle = (uint32_t *)(void *)(h->cz + per);
+        h->px = (float *)(void *)(h->particle + per);
+        h->py = h->px + per;
+        h->pz = h->py + per;
+        h->move = h->pz + per;
+    }
     inst->self_move = malloc(sizeof(float) * inst->particle_count);
     inst->pair_cap = CD_PAIRS_PER_PARTICLE * inst->particle_count;
     inst->pairs = malloc(sizeof(uint32_t) * 2u * inst->pair_cap);
-    if (inst->hash_start == NULL || inst->hash_entries == NULL || inst->self_move == NULL ||
+    if (inst->hash_start == NULL || inst->hash_entries.cx == NULL || inst->self_move == NULL ||
         inst->pairs == NULL)
         return false;
     if (!cd_is_grid(inst))
@@ -146,7 +162,7 @@ size_t cd_self_collision_memory(const cd_instance *inst)
         return 0;
     const size_t n = inst->particle_count;
     size_t bytes = ((size_t)inst->hash_size + 1) * sizeof(uint32_t) +
-                   n * (sizeof(cd_hash_entry) + sizeof(float)) +
+                   (n + CD_HASH_PAD) * CD_HASH_ARRAYS * sizeof(float) + n * sizeof(float) +
                    (size_t)inst->pair_cap * 2 * sizeof(uint32_t);
     if (inst->neighbour_start != NULL)
         bytes += (n + 1 + 2 * (size_t)inst->constraint_count) * sizeof(uint32_t);
@@ -185,11 +201,19 @@ static void build_hash(cd_instance *inst, const cd_grid *g)
     /* start[h] becomes the end of bucket h, then its start. */
     for (uint32_t h = 1; h <= size; h++)
         start[h] += start[h - 1];
-    for (uint32_t i = n; i-- > 0;) {
+    const cd_hash_entries *h = &inst->hash_entries;
+    for (uint32_t i = n; i-- > 0;) { /* so each bucket holds its particles in order */
         const float *p = &inst->pos[3 * i];
         const int32_t x = cell_of(g, 0, p[0]), y = cell_of(g, 1, p[1]), z = cell_of(g, 2, p[2]);
-        inst->hash_entries[--start[hash_cell(x, y, z, size)]] =
-            (cd_hash_entry){.x = x, .y = y, .z = z, .particle = i};
+        const uint32_t e = --start[hash_cell(x, y, z, size)];
+        h->cx[e] = x;
+        h->cy[e] = y;
+        h->cz[e] = z;
+        h->particle[e] = i;
+        h->px[e] = p[0];
+        h->py[e] = p[1];
+        h->pz[e] = p[2];
+        h->move[e] = inst->self_move[i];
     }
 }
 
@@ -215,6 +239,41 @@ static float record_moves(cd_instance *inst, float lo[3], float hi[3])
         }
     }
     return largest;
+}
+
+/* Is entry e a candidate of q's particle i: a later particle (each pair
+ * once), in the cell looked at (not another one hashed to the same
+ * bucket), that could meet i before the next search. The AVX2 test does
+ * the same IEEE operations (self_collision_avx2.c). */
+static bool candidate(const cd_hash_entries *h, uint32_t e, const cd_self_query *q)
+{
+    if (h->particle[e] <= q->i || h->cx[e] != q->x || h->cy[e] != q->y || h->cz[e] != q->z)
+        return false;
+    const float dx = h->px[e] - q->xi, dy = h->py[e] - q->yi, dz = h->pz[e] - q->zi;
+    const float d2 = dx * dx + dy * dy + dz * dz;
+    if (d2 >= q->reach_i_max * q->reach_i_max)
+        return false;
+    const float meet = q->reach_i + fminf(h->move[e] * q->scale + q->margin, q->cap);
+    return d2 < meet * meet;
+}
+
+/* The candidates among the entries [e, min(end, e + CD_SELF_CHUNK)) of a
+ * bucket, into out in order; returns how many. */
+static uint32_t candidates(const cd_hash_entries *h, uint32_t e, uint32_t end,
+                           const cd_self_query *q, bool eight, uint32_t *out)
+{
+#ifdef CD_HAVE_AVX2_KERNELS
+    if (eight)
+        return cd_self_candidates_avx2(h, e, end, q, out);
+#else
+    (void)eight;
+#endif
+    const uint32_t stop = end - e > CD_SELF_CHUNK ? e + CD_SELF_CHUNK : end;
+    uint32_t n = 0;
+    for (; e < stop; e++)
+        if (candidate(h, e, q))
+            out[n++] = e;
+    return n;
 }
 
 int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
@@ -252,57 +311,57 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
     build_hash(inst, &grid);
     const uint32_t size = inst->hash_size;
     const float *pos = inst->pos, *move = inst->self_move;
-    const cd_hash_entry *entries = inst->hash_entries;
+    const cd_hash_entries *h = &inst->hash_entries;
+    const bool eight = cd_solver_path_has_avx2();
     /* The step's budget, shared by its searches (the first one refills it). */
     if (remaining == inst->step_substeps)
         inst->self_budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
     uint64_t budget = inst->self_budget;
     for (uint32_t i = 0; i < inst->particle_count; i++) {
-        const float xi = pos[3 * i], yi = pos[3 * i + 1], zi = pos[3 * i + 2];
-        const float reach_i = d + fminf(move[i] * scale + margin, cap);
-        const float reach_i_max = reach_i + travel_max;
+        cd_self_query q = {.i = i, .xi = pos[3 * i], .yi = pos[3 * i + 1], .zi = pos[3 * i + 2],
+                           .scale = scale, .margin = margin, .cap = cap};
+        q.reach_i = d + fminf(move[i] * scale + margin, cap);
+        q.reach_i_max = q.reach_i + travel_max;
         /* The cells that the box of half-side reach_i_max around the
          * particle touches: no more than 3 a side, as the cells are at
          * least as large as the reach, and 2 for most slow particles. */
-        const int32_t x0 = cell_of(&grid, 0, xi - reach_i_max), x1 = cell_of(&grid, 0, xi + reach_i_max);
-        const int32_t y0 = cell_of(&grid, 1, yi - reach_i_max), y1 = cell_of(&grid, 1, yi + reach_i_max);
-        const int32_t z0 = cell_of(&grid, 2, zi - reach_i_max), z1 = cell_of(&grid, 2, zi + reach_i_max);
-        for (int32_t z = z0; z <= z1; z++)
-            for (int32_t y = y0; y <= y1; y++)
-                for (int32_t x = x0; x <= x1; x++) {
-                    const uint32_t b = hash_cell(x, y, z, size);
-                    const uint32_t end = inst->hash_start[b + 1];
-                    if (end - inst->hash_start[b] > budget) {
+        const int32_t x0 = cell_of(&grid, 0, q.xi - q.reach_i_max),
+                      x1 = cell_of(&grid, 0, q.xi + q.reach_i_max);
+        const int32_t y0 = cell_of(&grid, 1, q.yi - q.reach_i_max),
+                      y1 = cell_of(&grid, 1, q.yi + q.reach_i_max);
+        const int32_t z0 = cell_of(&grid, 2, q.zi - q.reach_i_max),
+                      z1 = cell_of(&grid, 2, q.zi + q.reach_i_max);
+        for (q.z = z0; q.z <= z1; q.z++)
+            for (q.y = y0; q.y <= y1; q.y++)
+                for (q.x = x0; q.x <= x1; q.x++) {
+                    const uint32_t b = hash_cell(q.x, q.y, q.z, size);
+                    const uint32_t begin = inst->hash_start[b], end = inst->hash_start[b + 1];
+                    if (end - begin > budget) {
                         inst->self_stats.examined += inst->self_budget - budget;
                         inst->self_budget = 0;
                         inst->self_stats.overflows++; /* a pathological crowd: stop here */
                         inst->self_stats.pairs += inst->pair_count;
                         return k;
                     }
-                    budget -= end - inst->hash_start[b];
-                    for (uint32_t e = inst->hash_start[b]; e < end; e++) {
-                        const cd_hash_entry *en = &entries[e];
-                        const uint32_t j = en->particle;
-                        if (j <= i || en->x != x || en->y != y || en->z != z)
-                            continue; /* each pair once; another cell in this bucket */
-                        const float dx = pos[3 * j] - xi, dy = pos[3 * j + 1] - yi,
-                                    dz = pos[3 * j + 2] - zi;
-                        const float d2 = dx * dx + dy * dy + dz * dz;
-                        if (d2 >= reach_i_max * reach_i_max)
-                            continue;
-                        const float meet = reach_i + fminf(move[j] * scale + margin, cap);
-                        if (d2 >= meet * meet || connected(inst, i, j))
-                            continue;
-                        if (inst->pair_count == inst->pair_cap) {
-                            inst->self_stats.examined += inst->self_budget - budget;
-                            inst->self_budget = budget;
-                            inst->self_stats.overflows++; /* the rest wait for the next search */
-                            inst->self_stats.pairs += inst->pair_count;
-                            return k;
+                    budget -= end - begin;
+                    for (uint32_t e = begin; e < end; e += CD_SELF_CHUNK) {
+                        uint32_t found[CD_SELF_CHUNK];
+                        const uint32_t count = candidates(h, e, end, &q, eight, found);
+                        for (uint32_t f = 0; f < count; f++) {
+                            const uint32_t j = h->particle[found[f]];
+                            if (connected(inst, i, j))
+                                continue;
+                            if (inst->pair_count == inst->pair_cap) {
+                                inst->self_stats.examined += inst->self_budget - budget;
+                                inst->self_budget = budget;
+                                inst->self_stats.overflows++; /* the rest wait for the next search */
+                                inst->self_stats.pairs += inst->pair_count;
+                                return k;
+                            }
+                            inst->pairs[2 * inst->pair_count] = i;
+                            inst->pairs[2 * inst->pair_count + 1] = j;
+                            inst->pair_count++;
                         }
-                        inst->pairs[2 * inst->pair_count] = i;
-                        inst->pairs[2 * inst->pair_count + 1] = j;
-                        inst->pair_count++;
                     }
                 }
     }

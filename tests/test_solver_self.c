@@ -165,3 +165,54 @@ Test(solver_self, a_crowd_in_one_cell_stops_the_search_and_says_so, .timeout = 2
     cr_assert_geq(st.overflows, 1, "the search should stop at its budget");
     cd_world_destroy(world);
 }
+
+/* The folded sheet of drop_in_folds, 32 x 32, for 150 steps on `path`:
+ * its positions (malloc'd) and its self-collision statistics. */
+static float *fold_on(const char *path, cd_self_collision_stats *stats)
+{
+    cr_assert(cd_solver_select_simd(path));
+    cd_world *world = fx_world();
+    cd_cloth_def def = fx_seed_def();
+    def.width = def.height = 32;
+    def.spacing = 0.02f;
+    def.origin = fx_v3(0, 0.05f + 31 * 0.02f, 0);
+    def.down = fx_v3(0, -1, 0.15f);
+    def.self_distance = 0.016f;
+    def.substeps = 8;
+    def.sleep_threshold = 0.0f;
+    cd_instance *cloth = fx_cloth(world, &def);
+    cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
+    cd_id cid;
+    cr_assert_eq(cd_instance_add_collider(cloth, &floor, &cid), CD_OK);
+    for (int step = 0; step < 150; step++)
+        cr_assert(!cd_instance_step(cloth, FX_DT, fx_no_wind()).unstable);
+    const size_t n = 3u * 32u * 32u;
+    float *out = malloc(n * sizeof *out);
+    cr_assert_not_null(out);
+    memcpy(out, cd_instance_local_positions(cloth), n * sizeof *out);
+    *stats = cd_instance_self_collision_stats(cloth);
+    cd_world_destroy(world);
+    return out;
+}
+
+Test(solver_self, the_avx2_candidate_test_should_keep_the_scalar_pairs_bit_for_bit)
+{
+    if (!__builtin_cpu_supports("avx2"))
+        cr_skip_test("this CPU has no AVX2: nothing to compare the reference with");
+    const char *path = cd_solver_simd_path();
+    cd_self_collision_stats ref_stats, simd_stats;
+    float *ref = fold_on("scalar", &ref_stats);
+    float *simd = fold_on("avx2", &simd_stats);
+    cd_solver_select_simd(path);
+    /* The sheet has folded (pairs found), and the searches kept the same
+     * pairs: the same counts, and positions equal to the last bit. */
+    cr_assert_gt(ref_stats.pairs, 10000u, "the sheet folded: %llu pairs",
+                 (unsigned long long)ref_stats.pairs);
+    cr_assert_eq(simd_stats.searches, ref_stats.searches);
+    cr_assert_eq(simd_stats.pairs, ref_stats.pairs);
+    cr_assert_eq(simd_stats.examined, ref_stats.examined);
+    cr_assert_eq(memcmp(ref, simd, sizeof(float) * 3u * 32u * 32u), 0,
+                 "the paths' positions differ");
+    free(ref);
+    free(simd);
+}
