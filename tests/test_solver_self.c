@@ -26,15 +26,14 @@ static double closest_unconnected(const cd_instance *cloth, int w)
     return best;
 }
 
-/* A 64x64 sheet (spacing 0.02) dropped slanted onto a frictionless floor,
- * where it folds over itself; 4 s at 60 Hz. */
-static double drop_in_folds(float self_distance)
+/* An n x n sheet (spacing 0.02) dropped slanted onto a frictionless
+ * floor, where it folds over itself, stepped `steps` times at 60 Hz. */
+static cd_instance *drop_sheet(cd_world *world, int n, float self_distance, int steps)
 {
-    cd_world *world = fx_world();
     cd_cloth_def def = fx_seed_def();
-    def.width = def.height = 64;
+    def.width = def.height = n;
     def.spacing = 0.02f;
-    def.origin = fx_v3(0, 0.05f + 63 * 0.02f, 0);
+    def.origin = fx_v3(0, 0.05f + (float)(n - 1) * 0.02f, 0);
     def.down = fx_v3(0, -1, 0.15f);
     def.self_distance = self_distance;
     def.substeps = 8;
@@ -43,8 +42,16 @@ static double drop_in_folds(float self_distance)
     cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
     cd_id cid;
     cr_assert_eq(cd_instance_add_collider(cloth, &floor, &cid), CD_OK);
-    for (int step = 0; step < 240; step++)
+    for (int step = 0; step < steps; step++)
         cr_assert(!cd_instance_step(cloth, FX_DT, fx_no_wind()).unstable);
+    return cloth;
+}
+
+/* The 64 x 64 sheet after 4 s: its closest unconnected particles. */
+static double drop_in_folds(float self_distance)
+{
+    cd_world *world = fx_world();
+    cd_instance *cloth = drop_sheet(world, 64, self_distance, 240);
     double closest = closest_unconnected(cloth, 64);
     cd_world_destroy(world);
     return closest;
@@ -166,26 +173,13 @@ Test(solver_self, a_crowd_in_one_cell_stops_the_search_and_says_so, .timeout = 2
     cd_world_destroy(world);
 }
 
-/* The folded sheet of drop_in_folds, 32 x 32, for 150 steps on `path`:
- * its positions (malloc'd) and its self-collision statistics. */
+/* The folded sheet, 32 x 32, after 150 steps on `path`: its positions
+ * (malloc'd) and its self-collision statistics. */
 static float *fold_on(const char *path, cd_self_collision_stats *stats)
 {
     cr_assert(cd_solver_select_simd(path));
     cd_world *world = fx_world();
-    cd_cloth_def def = fx_seed_def();
-    def.width = def.height = 32;
-    def.spacing = 0.02f;
-    def.origin = fx_v3(0, 0.05f + 31 * 0.02f, 0);
-    def.down = fx_v3(0, -1, 0.15f);
-    def.self_distance = 0.016f;
-    def.substeps = 8;
-    def.sleep_threshold = 0.0f;
-    cd_instance *cloth = fx_cloth(world, &def);
-    cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
-    cd_id cid;
-    cr_assert_eq(cd_instance_add_collider(cloth, &floor, &cid), CD_OK);
-    for (int step = 0; step < 150; step++)
-        cr_assert(!cd_instance_step(cloth, FX_DT, fx_no_wind()).unstable);
+    cd_instance *cloth = drop_sheet(world, 32, 0.016f, 150);
     const size_t n = 3u * 32u * 32u;
     float *out = malloc(n * sizeof *out);
     cr_assert_not_null(out);
