@@ -913,11 +913,14 @@ static int cmd_self(bench_state *st, int w, int h, int start, int end, int chunk
                  "\"ratio\":%.4f,\"ratio_paired\":%.4f,\"on_us_per_particle\":%.5f,"
                  "\"off_us_per_particle\":%.5f,\"on_cpu_us_samples\":[%s],"
                  "\"off_cpu_us_samples\":[%s],\"searches_per_step\":%.3f,"
-                 "\"pairs_per_particle_per_search\":%.4f,\"overflows\":%" PRIu64 "%s}",
+                 "\"pairs_per_particle_per_search\":%.4f,"
+                 "\"examined_per_particle_per_search\":%.2f,\"overflows\":%" PRIu64 "%s}",
                  w, h, particles, SELF_SPACING, d, start, start + samples * chunk, chunk, samples, on,
                  off, on / off, median(ratios, samples), on / particles, off / particles, list[0],
                  list[1], searches / (samples * chunk),
                  searches > 0 ? (double)(after.pairs - before.pairs) / searches / particles : 0.0,
+                 searches > 0 ? (double)(after.examined - before.examined) / searches / particles
+                              : 0.0,
                  after.overflows - before.overflows, tail);
         }
     }

@@ -131,13 +131,31 @@ typedef struct cd_hash_entries {
 #define CD_HASH_ARRAYS 8u /* the fields above */
 #define CD_SELF_CHUNK 64u  /* entries of a bucket tested per call */
 
+/* The frame of a self-collision search's cells: a cell's integer
+ * coordinates along each axis are floor((v - origin) / cell). */
+typedef struct cd_grid {
+    float origin[3];
+    float inv;
+} cd_grid;
+
+/* One search's numbers (self_collision.c, cd_stage_find_self_pairs). */
+typedef struct cd_self_search {
+    cd_grid grid;
+    float d;                 /* selfDistance */
+    float scale, margin, cap; /* a particle's travel: min(move scale + margin, cap) */
+    float travel_max;        /* the largest travel */
+    int k;                   /* substeps the pairs serve */
+} cd_self_search;
+
 /* What a search asks of one bucket for particle i (self_collision.c). */
+#define CD_SELF_JOINED 6
 typedef struct cd_self_query {
     uint32_t i;
     int32_t x, y, z;               /* the cell looked at */
     float xi, yi, zi;              /* i's position */
     float reach_i, reach_i_max;    /* i's own reach, and the farthest any j could be */
     float scale, margin, cap;      /* j's travel: min(move scale + margin, cap) */
+    int32_t joined[CD_SELF_JOINED]; /* j - i of the grid's particles joined to i, or -1 */
 } cd_self_query;
 
 /* An entry of the geodesic search's queue (pins.c). */
@@ -411,12 +429,9 @@ uint32_t cd_integrate_avx2(float *pos, float *prev, float *residual, const float
                            uint32_t begin, uint32_t end, float keep, const float accel[3]);
 /* The tethers' pass over particles [begin, end) 8 at a time, as pins.c's
  * loop does it; returns the first particle it left to the scalar loop. */
-/* The self-collision search's candidates for particle i among the hash
- * entries [e, min(end, e + CD_SELF_CHUNK)) of a bucket, as self_collision.c's
- * scalar test finds them: their indices into out, in order; returns how
- * many. */
-uint32_t cd_self_candidates_avx2(const cd_hash_entries *h, uint32_t e, uint32_t end,
-                                 const cd_self_query *q, uint32_t *out);
+/* The self-collision search's loop over the particles with the AVX2
+ * test of the hash's entries (self_search.h); returns s->k. */
+int cd_self_search_avx2(cd_instance *inst, const cd_self_search *s);
 uint32_t cd_tethers_avx2(float *pos, const uint32_t *anchor, const float *length,
                          uint32_t begin, uint32_t end);
 #endif

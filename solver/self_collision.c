@@ -26,6 +26,24 @@
 #include "internal.h"
 #include "vec3.h"
 
+/* The scalar test of a bucket's entries, for the search's loop. */
+static uint32_t scalar_candidates(const cd_hash_entries *h, uint32_t e, uint32_t end,
+                                  const cd_self_query *q, uint32_t *out);
+#define SELF_SEARCH_FN static int self_search
+#define SELF_TEST scalar_candidates
+#include "self_search.h"
+
+static uint32_t scalar_candidates(const cd_hash_entries *h, uint32_t e, uint32_t end,
+                                  const cd_self_query *q, uint32_t *out)
+{
+    const uint32_t stop = end - e > CD_SELF_CHUNK ? e + CD_SELF_CHUNK : end;
+    uint32_t n = 0;
+    for (; e < stop; e++)
+        if (candidate(h, e, q))
+            out[n++] = e;
+    return n;
+}
+
 #define CD_PAIRS_PER_PARTICLE 48 /* candidate pairs kept per search, on average */
 /* Hash entries the searches of one step may look at together, per particle
  * on average (one search looks at about 50 in a folded sheet): a bound on
@@ -33,34 +51,6 @@
  * cells, however many times a fast cloth is searched within the step. Past
  * it the search stops, as when the pair list is full. */
 #define CD_EXAMINED_PER_PARTICLE 2048
-/* Cell coordinates stay below 2^20 across the instance's bounding box, so
- * they are exact in a float and never overflow, whatever selfDistance or
- * the spread of the particles. */
-#define CD_MAX_CELLS_PER_AXIS 1048576.0f
-
-/* The frame of a search's cells: a cell's integer coordinates along each
- * axis are floor((v - origin) / cell). */
-typedef struct cd_grid {
-    float origin[3];
-    float inv;
-} cd_grid;
-
-static uint32_t hash_cell(int32_t x, int32_t y, int32_t z, uint32_t size)
-{
-    uint32_t h = (uint32_t)x * 92837111u ^ (uint32_t)y * 689287499u ^ (uint32_t)z * 283923481u;
-    return h & (size - 1);
-}
-
-/* Clamped, so that a coordinate a little outside the box (a reach beyond
- * its edge) stays a small integer, and a NaN (a blow-up in progress, which
- * the guard will undo) is a valid one. */
-static int32_t cell_of(const cd_grid *g, int axis, float v)
-{
-    const float f = floorf((v - g->origin[axis]) * g->inv);
-    if (!(f > -2.0f))
-        return -2;
-    return f > CD_MAX_CELLS_PER_AXIS + 2.0f ? (int32_t)CD_MAX_CELLS_PER_AXIS + 2 : (int32_t)f;
-}
 
 static int compare_u32(const void *a, const void *b)
 {
@@ -169,24 +159,6 @@ size_t cd_self_collision_memory(const cd_instance *inst)
     return bytes;
 }
 
-/* Joined by a constraint, hence exempt. */
-static bool connected(const cd_instance *inst, uint32_t i, uint32_t j)
-{
-    if (cd_is_grid(inst)) {
-        const int32_t w = inst->width;
-        int32_t dx = (int32_t)(i % (uint32_t)w) - (int32_t)(j % (uint32_t)w);
-        int32_t dy = (int32_t)(i / (uint32_t)w) - (int32_t)(j / (uint32_t)w);
-        int32_t ax = dx < 0 ? -dx : dx, ay = dy < 0 ? -dy : dy;
-        return (ax <= 1 && ay <= 1) || (ax == 2 && ay == 0) || (ax == 0 && ay == 2);
-    }
-    const uint32_t *b = &inst->neighbours[inst->neighbour_start[i]];
-    const uint32_t *e = &inst->neighbours[inst->neighbour_start[i + 1]];
-    for (; b < e; b++)
-        if (*b == j)
-            return true;
-    return false;
-}
-
 /* Buckets the particles by cell (a counting sort). Each entry keeps its
  * cell, so that a query skips the other cells hashed to the same bucket. */
 static void build_hash(cd_instance *inst, const cd_grid *g)
@@ -241,41 +213,6 @@ static float record_moves(cd_instance *inst, float lo[3], float hi[3])
     return largest;
 }
 
-/* Is entry e a candidate of q's particle i: a later particle (each pair
- * once), in the cell looked at (not another one hashed to the same
- * bucket), that could meet i before the next search. The AVX2 test does
- * the same IEEE operations (self_collision_avx2.c). */
-static bool candidate(const cd_hash_entries *h, uint32_t e, const cd_self_query *q)
-{
-    if (h->particle[e] <= q->i || h->cx[e] != q->x || h->cy[e] != q->y || h->cz[e] != q->z)
-        return false;
-    const float dx = h->px[e] - q->xi, dy = h->py[e] - q->yi, dz = h->pz[e] - q->zi;
-    const float d2 = dx * dx + dy * dy + dz * dz;
-    if (d2 >= q->reach_i_max * q->reach_i_max)
-        return false;
-    const float meet = q->reach_i + fminf(h->move[e] * q->scale + q->margin, q->cap);
-    return d2 < meet * meet;
-}
-
-/* The candidates among the entries [e, min(end, e + CD_SELF_CHUNK)) of a
- * bucket, into out in order; returns how many. */
-static uint32_t candidates(const cd_hash_entries *h, uint32_t e, uint32_t end,
-                           const cd_self_query *q, bool eight, uint32_t *out)
-{
-#ifdef CD_HAVE_AVX2_KERNELS
-    if (eight)
-        return cd_self_candidates_avx2(h, e, end, q, out);
-#else
-    (void)eight;
-#endif
-    const uint32_t stop = end - e > CD_SELF_CHUNK ? e + CD_SELF_CHUNK : end;
-    uint32_t n = 0;
-    for (; e < stop; e++)
-        if (candidate(h, e, q))
-            out[n++] = e;
-    return n;
-}
-
 int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
 {
     const float d = inst->def.self_distance;
@@ -309,66 +246,16 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
     const float cell = fmaxf(reach, extent / CD_MAX_CELLS_PER_AXIS);
     const cd_grid grid = {.origin = {lo[0], lo[1], lo[2]}, .inv = 1.0f / cell};
     build_hash(inst, &grid);
-    const uint32_t size = inst->hash_size;
-    const float *pos = inst->pos, *move = inst->self_move;
-    const cd_hash_entries *h = &inst->hash_entries;
-    const bool eight = cd_solver_path_has_avx2();
     /* The step's budget, shared by its searches (the first one refills it). */
     if (remaining == inst->step_substeps)
         inst->self_budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
-    uint64_t budget = inst->self_budget;
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
-        cd_self_query q = {.i = i, .xi = pos[3 * i], .yi = pos[3 * i + 1], .zi = pos[3 * i + 2],
-                           .scale = scale, .margin = margin, .cap = cap};
-        q.reach_i = d + fminf(move[i] * scale + margin, cap);
-        q.reach_i_max = q.reach_i + travel_max;
-        /* The cells that the box of half-side reach_i_max around the
-         * particle touches: no more than 3 a side, as the cells are at
-         * least as large as the reach, and 2 for most slow particles. */
-        const int32_t x0 = cell_of(&grid, 0, q.xi - q.reach_i_max),
-                      x1 = cell_of(&grid, 0, q.xi + q.reach_i_max);
-        const int32_t y0 = cell_of(&grid, 1, q.yi - q.reach_i_max),
-                      y1 = cell_of(&grid, 1, q.yi + q.reach_i_max);
-        const int32_t z0 = cell_of(&grid, 2, q.zi - q.reach_i_max),
-                      z1 = cell_of(&grid, 2, q.zi + q.reach_i_max);
-        for (q.z = z0; q.z <= z1; q.z++)
-            for (q.y = y0; q.y <= y1; q.y++)
-                for (q.x = x0; q.x <= x1; q.x++) {
-                    const uint32_t b = hash_cell(q.x, q.y, q.z, size);
-                    const uint32_t begin = inst->hash_start[b], end = inst->hash_start[b + 1];
-                    if (end - begin > budget) {
-                        inst->self_stats.examined += inst->self_budget - budget;
-                        inst->self_budget = 0;
-                        inst->self_stats.overflows++; /* a pathological crowd: stop here */
-                        inst->self_stats.pairs += inst->pair_count;
-                        return k;
-                    }
-                    budget -= end - begin;
-                    for (uint32_t e = begin; e < end; e += CD_SELF_CHUNK) {
-                        uint32_t found[CD_SELF_CHUNK];
-                        const uint32_t count = candidates(h, e, end, &q, eight, found);
-                        for (uint32_t f = 0; f < count; f++) {
-                            const uint32_t j = h->particle[found[f]];
-                            if (connected(inst, i, j))
-                                continue;
-                            if (inst->pair_count == inst->pair_cap) {
-                                inst->self_stats.examined += inst->self_budget - budget;
-                                inst->self_budget = budget;
-                                inst->self_stats.overflows++; /* the rest wait for the next search */
-                                inst->self_stats.pairs += inst->pair_count;
-                                return k;
-                            }
-                            inst->pairs[2 * inst->pair_count] = i;
-                            inst->pairs[2 * inst->pair_count + 1] = j;
-                            inst->pair_count++;
-                        }
-                    }
-                }
-    }
-    inst->self_stats.examined += inst->self_budget - budget;
-    inst->self_budget = budget;
-    inst->self_stats.pairs += inst->pair_count;
-    return k;
+    const cd_self_search search = {.grid = grid, .d = d, .scale = scale, .margin = margin,
+                                   .cap = cap, .travel_max = travel_max, .k = k};
+#ifdef CD_HAVE_AVX2_KERNELS
+    if (cd_solver_path_has_avx2())
+        return cd_self_search_avx2(inst, &search);
+#endif
+    return self_search(inst, &search);
 }
 
 cd_self_collision_stats cd_instance_self_collision_stats(const cd_instance *inst)

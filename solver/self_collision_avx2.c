@@ -1,7 +1,8 @@
-/* The self-collision search's candidate test (self_collision.c,
- * candidate) with AVX2: 8 hash entries of a bucket at a time. Compiled for
- * AVX2 whatever the build's flags (target attribute); the search calls it
- * only on the "avx2" path (distance.c picks it from the CPU).
+/* The self-collision search's candidate test (self_search.h, candidate)
+ * with AVX2: 8 hash entries of a bucket at a time, inlined into the
+ * search's loop (self_search.h), which this file compiles for AVX2
+ * whatever the build's flags (target attribute); the search runs it only
+ * on the "avx2" path (distance.c picks it from the CPU).
  *
  * The scalar test is a chain of branches that a folded sheet makes
  * unpredictable (half a bucket's particles come before i, and about half
@@ -20,12 +21,17 @@
 
 #ifdef CD_HAVE_AVX2_KERNELS
 
+#include <math.h>
+
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2")))
 
-AVX2 uint32_t cd_self_candidates_avx2(const cd_hash_entries *h, uint32_t e, uint32_t end,
-                                      const cd_self_query *q, uint32_t *out)
+/* The candidates among the entries [e, min(end, e + CD_SELF_CHUNK)) of a
+ * bucket, into out in order; returns how many. */
+AVX2 __attribute__((always_inline)) static inline uint32_t
+avx2_candidates(const cd_hash_entries *h, uint32_t e, uint32_t end, const cd_self_query *q,
+                uint32_t *out)
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i i = _mm256_set1_epi32((int32_t)q->i), cx = _mm256_set1_epi32(q->x),
@@ -34,13 +40,35 @@ AVX2 uint32_t cd_self_candidates_avx2(const cd_hash_entries *h, uint32_t e, uint
     const __m256 far = _mm256_set1_ps(q->reach_i_max * q->reach_i_max);
     const __m256 reach = _mm256_set1_ps(q->reach_i), scale = _mm256_set1_ps(q->scale),
                  margin = _mm256_set1_ps(q->margin), cap = _mm256_set1_ps(q->cap);
+    __m256i joined[CD_SELF_JOINED];
+    for (int k = 0; k < CD_SELF_JOINED; k++)
+        joined[k] = _mm256_set1_epi32(q->joined[k]);
     const uint32_t stop = end - e > CD_SELF_CHUNK ? e + CD_SELF_CHUNK : end;
+    /* Skip to the first particle after i: the bucket holds its particles in
+     * order (build_hash), so about half of it is skipped with one compare
+     * a block. (Only the speed depends on that order.) */
+    while (e < stop) {
+        const __m256i later = _mm256_and_si256(
+            _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(h->particle + e)), i),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(stop - e)), lane));
+        const uint32_t mask = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(later));
+        if (mask != 0) {
+            e += (uint32_t)__builtin_ctz(mask);
+            break;
+        }
+        e += 8;
+    }
     uint32_t n = 0;
     for (; e < stop; e += 8) {
         /* e + lane < stop, and the particle after i (indices < 2^31: signed is exact) */
         __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)(stop - e)), lane);
-        keep = _mm256_and_si256(
-            keep, _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(h->particle + e)), i));
+        const __m256i particle = _mm256_loadu_si256((const __m256i *)(h->particle + e));
+        keep = _mm256_and_si256(keep, _mm256_cmpgt_epi32(particle, i));
+        const __m256i delta = _mm256_sub_epi32(particle, i);
+        __m256i tied = _mm256_cmpeq_epi32(delta, joined[0]);
+        for (int k = 1; k < CD_SELF_JOINED; k++)
+            tied = _mm256_or_si256(tied, _mm256_cmpeq_epi32(delta, joined[k]));
+        keep = _mm256_andnot_si256(tied, keep);
         keep = _mm256_and_si256(
             keep, _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(h->cx + e)), cx));
         keep = _mm256_and_si256(
@@ -65,5 +93,9 @@ AVX2 uint32_t cd_self_candidates_avx2(const cd_hash_entries *h, uint32_t e, uint
     }
     return n;
 }
+
+#define SELF_SEARCH_FN AVX2 int cd_self_search_avx2
+#define SELF_TEST avx2_candidates
+#include "self_search.h"
 
 #endif
