@@ -73,8 +73,8 @@ static inline bool mesh_connected(const cd_instance *inst, uint32_t i, uint32_t 
 /* Is entry e a candidate of q's particle i: a later particle (each pair
  * once), in the cell looked at (not another one hashed to the same
  * bucket), not joined to i on a grid, that could meet i before the next
- * search. The AVX2 test does
- * the same IEEE operations (self_collision_avx2.c). */
+ * search. The AVX2 test does the same IEEE operations
+ * (self_collision_avx2.c). */
 static inline bool candidate(const cd_hash_entries *h, uint32_t e, const cd_self_query *q)
 {
     if (h->particle[e] <= q->i || h->cx[e] != q->x || h->cy[e] != q->y || h->cz[e] != q->z)
