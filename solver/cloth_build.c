@@ -199,6 +199,7 @@ void cd_instance_free(cd_instance *inst)
     free(inst->hash_start);
     free(inst->hash_entries.cx); /* the block of all the entries' arrays */
     free(inst->self_move);
+    free(inst->self_blocks);
     free(inst->neighbour_start);
     free(inst->neighbours);
     free(inst->pairs);

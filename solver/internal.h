@@ -147,6 +147,16 @@ typedef struct cd_self_search {
     int k;                   /* substeps the pairs serve */
 } cd_self_search;
 
+/* What a search of some particles found (self_search.h): the pairs it
+ * wrote, the hash entries it looked at (the budget it used), and whether
+ * it stopped early, out of budget or out of room for pairs. */
+typedef enum cd_self_stop { CD_SELF_DONE, CD_SELF_OUT_OF_BUDGET, CD_SELF_OUT_OF_ROOM } cd_self_stop;
+typedef struct cd_self_found {
+    uint32_t pairs;
+    cd_self_stop stop;
+    uint64_t used;
+} cd_self_found;
+
 /* What a search asks of one bucket for particle i (self_collision.c). */
 #define CD_SELF_JOINED 6
 typedef struct cd_self_query {
@@ -286,6 +296,7 @@ struct cd_instance {
     uint32_t *hash_start;   /* hash_size + 1 */
     cd_hash_entries hash_entries; /* particle_count (+ CD_HASH_PAD) each, one block */
     float *self_move;            /* particle_count: last-substep move at the search */
+    cd_self_found *self_blocks;  /* per particle block: a team's search (self_collision.c) */
     uint32_t hash_size;     /* power of two */
     uint32_t *pairs;        /* candidate pairs (i, j) of the last search */
     uint32_t pair_count, pair_cap;
@@ -429,9 +440,11 @@ uint32_t cd_integrate_avx2(float *pos, float *prev, float *residual, const float
                            uint32_t begin, uint32_t end, float keep, const float accel[3]);
 /* The tethers' pass over particles [begin, end) 8 at a time, as pins.c's
  * loop does it; returns the first particle it left to the scalar loop. */
-/* The self-collision search's loop over the particles with the AVX2
- * test of the hash's entries (self_search.h); returns s->k. */
-int cd_self_search_avx2(cd_instance *inst, const cd_self_search *s);
+/* The self-collision search's loop over particles [begin, end) with the
+ * AVX2 test of the hash's entries (self_search.h). */
+cd_self_found cd_self_search_avx2(const cd_instance *inst, const cd_self_search *s,
+                                  uint32_t begin, uint32_t end, uint32_t *out, uint32_t room,
+                                  uint64_t budget);
 uint32_t cd_tethers_avx2(float *pos, const uint32_t *anchor, const float *length,
                          uint32_t begin, uint32_t end);
 #endif

@@ -29,7 +29,7 @@
 /* The scalar test of a bucket's entries, for the search's loop. */
 static uint32_t scalar_candidates(const cd_hash_entries *h, uint32_t e, uint32_t end,
                                   const cd_self_query *q, uint32_t *out);
-#define SELF_SEARCH_FN static int self_search
+#define SELF_SEARCH_FN static cd_self_found self_search
 #define SELF_TEST scalar_candidates
 #include "self_search.h"
 
@@ -98,9 +98,11 @@ void cd_self_collision_release(cd_instance *inst)
     free(inst->hash_start);
     free(inst->hash_entries.cx); /* the block of all the entries' arrays */
     free(inst->self_move);
+    free(inst->self_blocks);
     free(inst->pairs);
     free(inst->neighbour_start);
     free(inst->neighbours);
+    inst->self_blocks = NULL;
     inst->hash_start = NULL;
     inst->hash_entries = (cd_hash_entries){0};
     inst->self_move = NULL;
@@ -136,10 +138,11 @@ bool cd_self_collision_reserve(cd_instance *inst)
         h->move = h->pz + per;
     }
     inst->self_move = malloc(sizeof(float) * inst->particle_count);
+    inst->self_blocks = malloc(sizeof(cd_self_found) * cd_particle_blocks(inst));
     inst->pair_cap = CD_PAIRS_PER_PARTICLE * inst->particle_count;
     inst->pairs = malloc(sizeof(uint32_t) * 2u * inst->pair_cap);
     if (inst->hash_start == NULL || inst->hash_entries.cx == NULL || inst->self_move == NULL ||
-        inst->pairs == NULL)
+        inst->self_blocks == NULL || inst->pairs == NULL)
         return false;
     if (!cd_is_grid(inst))
         return build_neighbours(inst);
@@ -153,6 +156,7 @@ size_t cd_self_collision_memory(const cd_instance *inst)
     const size_t n = inst->particle_count;
     size_t bytes = ((size_t)inst->hash_size + 1) * sizeof(uint32_t) +
                    (n + CD_HASH_PAD) * CD_HASH_ARRAYS * sizeof(float) + n * sizeof(float) +
+                   cd_particle_blocks(inst) * sizeof(cd_self_found) +
                    (size_t)inst->pair_cap * 2 * sizeof(uint32_t);
     if (inst->neighbour_start != NULL)
         bytes += (n + 1 + 2 * (size_t)inst->constraint_count) * sizeof(uint32_t);
@@ -213,6 +217,79 @@ static float record_moves(cd_instance *inst, float lo[3], float hi[3])
     return largest;
 }
 
+/* Particles [begin, end) searched on the process's path. */
+static cd_self_found search_range(const cd_instance *inst, const cd_self_search *s,
+                                  uint32_t begin, uint32_t end, uint32_t *out, uint32_t room,
+                                  uint64_t budget)
+{
+#ifdef CD_HAVE_AVX2_KERNELS
+    if (cd_solver_path_has_avx2())
+        return cd_self_search_avx2(inst, s, begin, end, out, room, budget);
+#endif
+    return self_search(inst, s, begin, end, out, room, budget);
+}
+
+/* The search's pairs and statistics become the instance's. */
+static void take_found(cd_instance *inst, cd_self_found got)
+{
+    inst->pair_count = got.pairs;
+    inst->self_stats.examined += got.used;
+    inst->self_stats.pairs += got.pairs;
+    if (got.stop != CD_SELF_DONE)
+        inst->self_stats.overflows++; /* out of room: the rest wait for the next search */
+    inst->self_budget = got.stop == CD_SELF_OUT_OF_BUDGET ? 0 : inst->self_budget - got.used;
+}
+
+/* A team searches blocks of particles at once, each into its own share of
+ * the pair list and with twice its share of the budget. */
+typedef struct team_search {
+    const cd_self_search *search;
+    uint32_t room;   /* pairs per block */
+    uint64_t budget; /* entries per block */
+} team_search;
+
+static void search_block(cd_instance *inst, const void *ctx, uint32_t block)
+{
+    const team_search *t = ctx;
+    uint32_t begin, end;
+    cd_particle_block(inst, block, &begin, &end);
+    inst->self_blocks[block] = search_range(inst, t->search, begin, end,
+                                            inst->pairs + 2 * (size_t)block * t->room, t->room,
+                                            t->budget);
+}
+
+/* A large instance's search, its blocks shared by the team's threads. The
+ * result must be the serial search's to the bit, so the blocks' pairs are
+ * joined in block order, which is particle order. That holds only when
+ * no block stopped early and all of them together stayed within the
+ * budget (then the serial search would not have stopped either); else
+ * this returns false and the caller searches serially, as a crowd's
+ * pathological search always did. */
+static bool search_as_a_team(cd_instance *inst, const cd_self_search *s)
+{
+    const uint32_t blocks = cd_particle_blocks(inst);
+    const team_search t = {.search = s, .room = inst->pair_cap / blocks,
+                           .budget = inst->self_budget / blocks * 2};
+    cd_team_run(inst, search_block, &t, blocks);
+    uint64_t used = 0;
+    for (uint32_t b = 0; b < blocks; b++) {
+        if (inst->self_blocks[b].stop != CD_SELF_DONE)
+            return false;
+        used += inst->self_blocks[b].used;
+    }
+    if (used > inst->self_budget)
+        return false;
+    uint32_t pairs = 0;
+    for (uint32_t b = 0; b < blocks; b++) { /* to the left, in order: never over a later block */
+        const uint32_t got = inst->self_blocks[b].pairs;
+        memmove(inst->pairs + 2 * (size_t)pairs, inst->pairs + 2 * (size_t)b * t.room,
+                sizeof(uint32_t) * 2u * got);
+        pairs += got;
+    }
+    take_found(inst, (cd_self_found){.pairs = pairs, .stop = CD_SELF_DONE, .used = used});
+    return true;
+}
+
 int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
 {
     const float d = inst->def.self_distance;
@@ -251,11 +328,10 @@ int cd_stage_find_self_pairs(cd_instance *inst, int remaining)
         inst->self_budget = (uint64_t)CD_EXAMINED_PER_PARTICLE * inst->particle_count;
     const cd_self_search search = {.grid = grid, .d = d, .scale = scale, .margin = margin,
                                    .cap = cap, .travel_max = travel_max, .k = k};
-#ifdef CD_HAVE_AVX2_KERNELS
-    if (cd_solver_path_has_avx2())
-        return cd_self_search_avx2(inst, &search);
-#endif
-    return self_search(inst, &search);
+    if (inst->team == NULL || !search_as_a_team(inst, &search))
+        take_found(inst, search_range(inst, &search, 0, inst->particle_count, inst->pairs,
+                                      inst->pair_cap, inst->self_budget));
+    return k;
 }
 
 cd_self_collision_stats cd_instance_self_collision_stats(const cd_instance *inst)

@@ -94,7 +94,7 @@ avx2_candidates(const cd_hash_entries *h, uint32_t e, uint32_t end, const cd_sel
     return n;
 }
 
-#define SELF_SEARCH_FN AVX2 int cd_self_search_avx2
+#define SELF_SEARCH_FN AVX2 cd_self_found cd_self_search_avx2
 #define SELF_TEST avx2_candidates
 #include "self_search.h"
 

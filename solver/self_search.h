@@ -7,7 +7,7 @@
  * test itself: a particle looks at 8 buckets of a few entries each).
  *
  * Before including it, define SELF_SEARCH_FN as the function's head
- * without its parameters (`static int self_search`) and SELF_TEST as the
+ * without its parameters (`static cd_self_found self_search`) and SELF_TEST as the
  * test: SELF_TEST(h, e, end, q, out) puts the indices of the candidates
  * among the entries [e, min(end, e + CD_SELF_CHUNK)) into out, in order,
  * and returns how many. Both tests keep the same candidates, so both
@@ -93,8 +93,12 @@ static inline bool candidate(const cd_hash_entries *h, uint32_t e, const cd_self
 
 #endif
 
-/* The loop itself, once per includer. */
-SELF_SEARCH_FN(cd_instance *inst, const cd_self_search *s)
+/* The loop itself, once per includer: particles [begin, end), their pairs
+ * into out (room for `room`), looking at no more than `budget` hash
+ * entries; it stops at the bucket that would exceed the budget, or at
+ * the pair for which there is no room. */
+SELF_SEARCH_FN(const cd_instance *inst, const cd_self_search *s, uint32_t begin, uint32_t end,
+               uint32_t *out, uint32_t room, uint64_t budget)
 {
     const uint32_t size = inst->hash_size;
     const float *pos = inst->pos, *move = inst->self_move;
@@ -102,9 +106,8 @@ SELF_SEARCH_FN(cd_instance *inst, const cd_self_search *s)
     const cd_grid *grid = &s->grid;
     const bool on_grid = cd_is_grid(inst);
     const float scale = s->scale, margin = s->margin, cap = s->cap;
-    const int k = s->k;
-    uint64_t budget = inst->self_budget;
-    for (uint32_t i = 0; i < inst->particle_count; i++) {
+    cd_self_found got = {.pairs = 0, .stop = CD_SELF_DONE, .used = 0};
+    for (uint32_t i = begin; i < end; i++) {
         cd_self_query q = {.i = i, .xi = pos[3 * i], .yi = pos[3 * i + 1], .zi = pos[3 * i + 2],
                            .scale = scale, .margin = margin, .cap = cap};
         q.reach_i = s->d + fminf(move[i] * scale + margin, cap);
@@ -127,39 +130,29 @@ SELF_SEARCH_FN(cd_instance *inst, const cd_self_search *s)
             for (q.y = y0; q.y <= y1; q.y++)
                 for (q.x = x0; q.x <= x1; q.x++) {
                     const uint32_t b = hash_cell(q.x, q.y, q.z, size);
-                    const uint32_t begin = inst->hash_start[b], end = inst->hash_start[b + 1];
-                    if (end - begin > budget) {
-                        inst->self_stats.examined += inst->self_budget - budget;
-                        inst->self_budget = 0;
-                        inst->self_stats.overflows++; /* a pathological crowd: stop here */
-                        inst->self_stats.pairs += inst->pair_count;
-                        return k;
+                    const uint32_t first = inst->hash_start[b], last = inst->hash_start[b + 1];
+                    if (last - first > budget - got.used) {
+                        got.stop = CD_SELF_OUT_OF_BUDGET; /* a pathological crowd */
+                        return got;
                     }
-                    budget -= end - begin;
-                    for (uint32_t e = begin; e < end; e += CD_SELF_CHUNK) {
+                    got.used += last - first;
+                    for (uint32_t e = first; e < last; e += CD_SELF_CHUNK) {
                         uint32_t found[CD_SELF_CHUNK];
-                        const uint32_t count = SELF_TEST(h, e, end, &q, found);
+                        const uint32_t count = SELF_TEST(h, e, last, &q, found);
                         for (uint32_t f = 0; f < count; f++) {
                             const uint32_t j = h->particle[found[f]];
                             if (!on_grid && mesh_connected(inst, i, j))
                                 continue;
-                            if (inst->pair_count == inst->pair_cap) {
-                                inst->self_stats.examined += inst->self_budget - budget;
-                                inst->self_budget = budget;
-                                inst->self_stats.overflows++; /* the rest wait for the next search */
-                                inst->self_stats.pairs += inst->pair_count;
-                                return k;
+                            if (got.pairs == room) {
+                                got.stop = CD_SELF_OUT_OF_ROOM;
+                                return got;
                             }
-                            inst->pairs[2 * inst->pair_count] = i;
-                            inst->pairs[2 * inst->pair_count + 1] = j;
-                            inst->pair_count++;
+                            out[2 * got.pairs] = i;
+                            out[2 * got.pairs + 1] = j;
+                            got.pairs++;
                         }
                     }
                 }
     }
-    inst->self_stats.examined += inst->self_budget - budget;
-    inst->self_budget = budget;
-    inst->self_stats.pairs += inst->pair_count;
-    return k;
+    return got;
 }
-

@@ -147,14 +147,35 @@ static void team_run(cd_job *job)
 }
 
 /* What run_large steps. */
-typedef enum large_kind { LARGE_CURTAIN, LARGE_GARMENT, LARGE_SOFT } large_kind;
+/* A sheet with self-collision dropped slanted onto a floor, where it
+ * folds (tests/test_solver_self.c): its pair search is shared by the team. */
+static cd_instance *large_fold(cd_world *world)
+{
+    cd_cloth_def def = fx_seed_def();
+    def.width = def.height = TEAM_SIDE;
+    def.spacing = 0.02f;
+    def.origin = fx_v3(0, 0.05f + (TEAM_SIDE - 1) * 0.02f, 0);
+    def.down = fx_v3(0, -1, 0.15f);
+    def.self_distance = 0.016f;
+    def.substeps = 4;
+    def.sleep_threshold = 0.0f;
+    cd_instance *inst = fx_cloth(world, &def);
+    cd_collider_def floor = cd_default_collider_def(CD_COLLIDER_PLANE);
+    cd_id id;
+    cr_assert_eq(cd_instance_add_collider(inst, &floor, &id), CD_OK);
+    return inst;
+}
+
+typedef enum large_kind { LARGE_CURTAIN, LARGE_GARMENT, LARGE_SOFT, LARGE_FOLD } large_kind;
 
 static uint64_t run_large(int helpers, bool compliant, bool coupled, large_kind kind,
                           uint64_t *helped);
 
 /* Steps a fresh curtain TEAM_STEPS times, the leader and `helpers` helper
- * jobs on a pool of helpers + 1 workers (no pool at all when helpers < 0),
- * and returns the hash of every step's positions chained. */
+ * jobs on a pool of helpers + 1 workers (no pool at all when helpers < 0;
+ * not even the instance's team with NO_TEAM), and returns the hash of
+ * every step's positions chained. */
+#define NO_TEAM (-2)
 static uint64_t run_curtain(int helpers, bool compliant, bool coupled, uint64_t *helped)
 {
     return run_large(helpers, compliant, coupled, LARGE_CURTAIN, helped);
@@ -166,10 +187,14 @@ static uint64_t run_large(int helpers, bool compliant, bool coupled, large_kind 
     *helped = 0;
     cd_world *world = fx_world();
     const bool garment = kind == LARGE_GARMENT;
-    cd_instance *inst = kind == LARGE_SOFT ? large_soft_body(world)
-                        : garment          ? large_garment(world)
-                                           : large_curtain(world, compliant, coupled);
+    cd_instance *inst = kind == LARGE_SOFT   ? large_soft_body(world)
+                        : kind == LARGE_FOLD ? large_fold(world)
+                        : garment            ? large_garment(world)
+                                             : large_curtain(world, compliant, coupled);
     cd_pool *pool = helpers >= 0 ? cd_pool_create((unsigned)helpers + 1, 8, NULL, NULL) : NULL;
+    cd_team *team = inst->team;
+    if (helpers == NO_TEAM)
+        inst->team = NULL; /* every stage serial, as a small instance steps */
     uint64_t chain = 0;
     for (int step = 0; step < TEAM_STEPS; step++) {
         if (garment)
@@ -196,6 +221,7 @@ static uint64_t run_large(int helpers, bool compliant, bool coupled, large_kind 
         const uint32_t got = cd_instance_collider_impulses(inst, imp, 2);
         chain = chain * 31 + fx_fnv1a(imp, got * sizeof imp[0]);
     }
+    inst->team = team;
     cd_pool_destroy(pool);
     cd_world_destroy(world);
     return chain;
@@ -231,6 +257,32 @@ Test(solver_team, a_large_skinned_garment_should_step_to_the_same_bits_with_0_to
         helped_in_all += helped;
     }
     cr_assert_gt(helped_in_all, 0u, "no helper ran a block");
+}
+
+/* A grid folding onto itself: its self-collision searches run in blocks
+ * (self_collision.c), and the pairs must come out in the serial order. */
+Test(solver_team, a_large_folding_sheet_should_step_to_the_same_bits_with_0_to_3_helpers,
+     .timeout = 120)
+{
+    const char *path = cd_solver_simd_path();
+    for (size_t p = 0; p < 2; p++) {
+        if (!cd_solver_select_simd(p == 0 ? "scalar" : "avx2"))
+            continue; /* a CPU without AVX2 */
+        uint64_t helped = 0, helped_in_all = 0;
+        /* The reference: no team at all, so one search over every particle. */
+        const uint64_t alone = run_large(NO_TEAM, false, false, LARGE_FOLD, &helped);
+        cr_assert_eq(run_large(-1, false, false, LARGE_FOLD, &helped), alone,
+                     "the team's blocks run by the leader alone differ (%s)",
+                     cd_solver_simd_path());
+        for (int helpers = 1; helpers <= 3; helpers += 2) {
+            cr_assert_eq(run_large(helpers, false, false, LARGE_FOLD, &helped), alone,
+                         "%d helpers differ from a serial step (%s)", helpers,
+                         cd_solver_simd_path());
+            helped_in_all += helped;
+        }
+        cr_assert_gt(helped_in_all, 0u, "no helper ran a block");
+    }
+    cd_solver_select_simd(path);
 }
 
 /* A soft body with a material: its tets' colours run in blocks. */

@@ -4,9 +4,9 @@
  * runner cannot start under TSan).
  *
  * A 96 x 96 curtain (9,216 particles: a team of blocks) with a pinned top
- * row, tethers, a ball with friction and aerodynamic wind is stepped 40
- * times on a 4-worker pool, each step's job followed by 3 helper jobs, as
- * the server queues them; then a twin is stepped alone on this thread.
+ * row, tethers, self-collision, a ball with friction and aerodynamic wind
+ * is stepped 40 times on a 4-worker pool, each step's job followed by 3
+ * helper jobs, as the server queues them; then a twin is stepped alone on this thread.
  * Blocks write plain (non-atomic) positions on whichever thread claims
  * them, so any missing happens-before between a stage and the next, or a
  * step and its helpers, is a race TSan reports; the two final position
@@ -45,6 +45,7 @@ static cd_instance *curtain(cd_world *world)
     def.origin = (cd_vec3){-0.95f, 2.2f, 0.0f};
     def.wind_model = CD_WIND_AERO;
     def.sleep_threshold = 0.0f;
+    def.self_distance = 0.016f; /* its pair searches run in blocks too */
     cd_id id = 0;
     if (cd_world_create_cloth(world, &def, &id) != CD_OK)
         return NULL;
