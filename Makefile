@@ -283,6 +283,7 @@ bench: deps-bench
 	@$(MAKE) --no-print-directory $(BUILD)/bench_clothd $(BUILD)/bench_bullet
 	python3 bench/run.py --build $(BUILD)
 	@$(MAKE) --no-print-directory bench-server
+	@$(MAKE) --no-print-directory bench-self-team
 	@$(MAKE) --no-print-directory bench-garment
 	@$(MAKE) --no-print-directory bench-lod
 
@@ -295,6 +296,13 @@ bench-server: $(BUILD)/clothd $(BUILD)/bench_subscriber
 	python3 bench/bench_server.py --build $(BUILD) $(BENCH_SERVER_FLAGS)
 
 .PHONY: bench-server
+
+# One large cloth with self-collision through the server on 1 and 2
+# workers: its pair search shared by the team (bench/README.md, 5c).
+bench-self-team: $(BUILD)/clothd
+	python3 bench/bench_self_team.py --build $(BUILD)
+
+.PHONY: bench-self-team
 
 # Levels of detail and the step budget (issue 15): what each level costs and
 # how it looks (bench_clothd's `lod`), then 64 capes through the real server
