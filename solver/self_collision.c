@@ -236,7 +236,7 @@ static void take_found(cd_instance *inst, cd_self_found got)
     inst->self_stats.examined += got.used;
     inst->self_stats.pairs += got.pairs;
     if (got.stop != CD_SELF_DONE)
-        inst->self_stats.overflows++; /* out of room: the rest wait for the next search */
+        inst->self_stats.overflows++; /* out of budget or room: the rest wait for the next search */
     inst->self_budget = got.stop == CD_SELF_OUT_OF_BUDGET ? 0 : inst->self_budget - got.used;
 }
 
