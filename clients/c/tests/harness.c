@@ -267,17 +267,22 @@ void ct_server_kill(ct_server *s)
     remove_unix_dir(s);
 }
 
+clothd_client *ct_connect_with(const clothd_options *o)
+{
+    clothd_client *c = NULL;
+    clothd_error err;
+    if (clothd_connect(o, &c, &err) != CLOTHD_OK)
+        ct_fail(__FILE__, __LINE__, "connect", "to port %u: %s: %s", (unsigned)o->port, clothd_code_name(err.code),
+                err.message);
+    return c;
+}
+
 clothd_client *ct_connect(uint16_t port, const char *token)
 {
     clothd_options o = clothd_options_default();
     o.port = port ? port : ct_main_server.port;
     o.token = token;
-    clothd_client *c = NULL;
-    clothd_error err;
-    if (clothd_connect(&o, &c, &err) != CLOTHD_OK)
-        ct_fail(__FILE__, __LINE__, "connect", "to port %u: %s: %s", (unsigned)o.port, clothd_code_name(err.code),
-                err.message);
-    return c;
+    return ct_connect_with(&o);
 }
 
 bool ct_write_temp(const char *text, char *path, size_t cap)

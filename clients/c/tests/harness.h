@@ -88,6 +88,8 @@ void ct_server_kill(ct_server *s);
 extern ct_server ct_main_server;
 /* A client of the shared server (or of `port`), timeout 10 s; NULL on failure (reported). */
 clothd_client *ct_connect(uint16_t port, const char *token);
+/* A client connected with these options; NULL on failure (reported). */
+clothd_client *ct_connect_with(const clothd_options *o);
 
 /* A file holding `text` (a temporary path in *path, cap bytes). */
 bool ct_write_temp(const char *text, char *path, size_t cap);

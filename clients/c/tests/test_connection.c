@@ -56,11 +56,7 @@ static clothd_client *to_fake(const ct_fake *f, int timeout_ms)
     o.port = ct_fake_port(f);
     o.timeout_ms = timeout_ms;
     o.no_hello = true; /* the fake answers the first line it reads: the test's */
-    clothd_client *c = NULL;
-    clothd_error err;
-    if (clothd_connect(&o, &c, &err) != CLOTHD_OK)
-        ct_fail(__FILE__, __LINE__, "connect to the fake", "%s", err.message);
-    return c;
+    return ct_connect_with(&o);
 }
 
 static void a_broken_server_should_give_a_clear_error(void)

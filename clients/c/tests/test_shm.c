@@ -93,11 +93,7 @@ static clothd_client *connect_tape(uint16_t port, const char *path, tape *t, boo
     o.on_frame = on_frame;
     o.user = t;
     o.no_hello = no_hello;
-    clothd_client *c = NULL;
-    clothd_error err;
-    if (clothd_connect(&o, &c, &err) != CLOTHD_OK)
-        ct_fail(__FILE__, __LINE__, "connect", "%s", err.message);
-    return c;
+    return ct_connect_with(&o);
 }
 
 /* The mappings of server `pid`'s ring in this process, each read-only and

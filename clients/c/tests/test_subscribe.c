@@ -56,11 +56,7 @@ static clothd_client *connect_seen(uint16_t port, seen *s, int rcvbuf)
     o.on_event = on_event;
     o.user = s;
     o.rcvbuf = rcvbuf;
-    clothd_client *c = NULL;
-    clothd_error err;
-    if (clothd_connect(&o, &c, &err) != CLOTHD_OK)
-        ct_fail(__FILE__, __LINE__, "connect", "%s", err.message);
-    return c;
+    return ct_connect_with(&o);
 }
 
 /* Polls until cond or ms pass. */
