@@ -67,7 +67,10 @@ test('every scene answers on its own server, which holds only its scenes', async
       assert.deepEqual(held, placed, endpoints[i]);
       await c.close();
     }
-    assert.deepEqual([...shards.connected].sort(), [...endpoints].sort());
+    // Connected to exactly the servers its scenes were placed on: with
+    // random ports, 12 scenes miss one of 3 servers about 2% of the time.
+    const used = new Set(SCENES.map((n) => placeScene(endpoints, n)));
+    assert.deepEqual([...shards.connected].sort(), [...used].sort());
   } finally {
     await shards.close();
   }
