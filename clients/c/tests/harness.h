@@ -102,6 +102,13 @@ int ct_run(const char *cmd, char *out, size_t cap);
 const char *ct_repo(void);
 /* Milliseconds on a monotonic clock. */
 int64_t ct_now_ms(void);
+/* Polls client c until cond holds or ms pass. */
+#define POLL_UNTIL(c, cond, ms)                                                                    \
+    do {                                                                                           \
+        int64_t until_ = ct_now_ms() + (ms);                                                       \
+        while (!(cond) && ct_now_ms() < until_)                                                    \
+            clothd_poll((c), 20, NULL, NULL);                                                      \
+    } while (0)
 void ct_sleep_ms(int ms);
 
 /* ---- a proxy that can cut its connections ---- */

@@ -161,13 +161,6 @@ static void step_each(clothd_client *c, const clothd_instance *ids, size_t n, in
             ct_fail(__FILE__, __LINE__, "step", "%s", err.message);
 }
 
-#define POLL_UNTIL(c, cond, ms)                                                                    \
-    do {                                                                                           \
-        int64_t until_ = ct_now_ms() + (ms);                                                       \
-        while (!(cond) && ct_now_ms() < until_)                                                    \
-            clothd_poll((c), 20, NULL, NULL);                                                      \
-    } while (0)
-
 /* Frames 0..3 of two instances (one plain, one quantized with velocities
  * and normals) through a plain subscriber and an shm one. */
 static void shm_frames_should_equal_plain_frames(const char *unix_path)

@@ -59,14 +59,6 @@ static clothd_client *connect_seen(uint16_t port, seen *s, int rcvbuf)
     return ct_connect_with(&o);
 }
 
-/* Polls until cond or ms pass. */
-#define POLL_UNTIL(c, cond, ms)                                                                    \
-    do {                                                                                           \
-        int64_t until_ = ct_now_ms() + (ms);                                                       \
-        while (!(cond) && ct_now_ms() < until_)                                                    \
-            clothd_poll((c), 20, NULL, NULL);                                                      \
-    } while (0)
-
 /* Pinned by its top row; it never falls asleep (a sleeping instance sends
  * no frames, and a curtain hanging at rest sleeps after a second). */
 static clothd_instance hanging_cloth(clothd_client *c, int w, int h)

@@ -23,24 +23,11 @@ const {
 } = require('..');
 const { MessageParser } = require('../lib/parser.js');
 const { REPO_ROOT } = require('../test-support/server.js');
+const { header } = require('../test-support/frames.js');
 
 const VECTORS_PATH = path.join(REPO_ROOT, 'protocol', 'test_vectors.json');
 
 // ---- a reference encoder, written from CONTRACT.md / PROTOCOL.md --------
-
-function header(flags, length, instance, frame, time, count) {
-  const b = Buffer.alloc(FRAME_HEADER_SIZE);
-  b.set([0x89, 0x43, 0x4c, 0x46], 0);
-  b.writeUInt16LE(1, 4);
-  b.writeUInt16LE(flags, 6);
-  b.writeUInt32LE(length, 8);
-  b.writeUInt32LE(instance, 12);
-  b.writeBigUInt64LE(BigInt(frame), 16);
-  b.writeDoubleLE(time, 24);
-  b.writeUInt32LE(count, 32);
-  b.writeUInt32LE(0, 36);
-  return b;
-}
 
 function encodePlain(instance, frame, time, flat) {
   const count = flat.length / 3;

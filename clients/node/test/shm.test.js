@@ -20,7 +20,7 @@ const {
   SHM_REFERENCE_SIZE,
 } = require('..');
 const { startServer, REPO_ROOT } = require('../test-support/server.js');
-const { bytesOf, take } = require('../test-support/frames.js');
+const { header, bytesOf, take } = require('../test-support/frames.js');
 
 const DT = 1 / 60;
 let server; // TCP and a Unix socket, the default 64 MiB ring
@@ -161,13 +161,7 @@ test('--shm-mb 0: FeatureMissing before sending, or the server\'s invalid_argume
 /** A 56-byte reference to a plain frame of `count` particles at `position`. */
 function reference(instance, frame, count, position) {
   const b = Buffer.alloc(SHM_REFERENCE_SIZE);
-  b.set([0x89, 0x43, 0x4c, 0x46]);
-  b.writeUInt16LE(1, 4);
-  b.writeUInt16LE(FLAG_SHARED, 6);
-  b.writeUInt32LE(SHM_REFERENCE_SIZE, 8);
-  b.writeUInt32LE(instance, 12);
-  b.writeBigUInt64LE(BigInt(frame), 16);
-  b.writeUInt32LE(count, 32);
+  header(FLAG_SHARED, SHM_REFERENCE_SIZE, instance, frame, 0, count).copy(b);
   b.writeBigUInt64LE(BigInt(position), 40);
   b.writeUInt32LE(40 + 12 * count, 48);
   return b;
